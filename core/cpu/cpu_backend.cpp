@@ -1,0 +1,141 @@
+// CpuBackend: validates a graph, sizes the scratch buffer and runs every node on all threads
+// with a barrier between nodes.
+#include <algorithm>
+#include <vector>
+
+#include "core/cpu/kernels.h"
+#include "core/cpu/threadpool.h"
+#include "loom/cpu.h"
+
+namespace loom {
+
+using cpu::Kernel;
+using cpu::KernelTable;
+
+namespace cpu {
+
+void ComputeParams::barrier() const {
+    pool->barrier();
+}
+
+const KernelTable &kernel_table() {
+    static const KernelTable table = [] {
+        KernelTable t{};
+        register_layout_kernels(t);
+        register_rows_kernels(t);
+        register_elementwise_kernels(t);
+        register_unary_kernels(t);
+        register_reduce_kernels(t);
+        register_sort_kernels(t);
+        register_matmul_kernels(t);
+        register_norm_kernels(t);
+        register_rope_kernels(t);
+        register_softmax_kernels(t);
+        register_attention_kernels(t);
+        return t;
+    }();
+    return table;
+}
+
+const float *load_row(DType type, const void *p, size_t stride, int64_t n, float *buf) {
+    const DTypeTraits &tr = traits(type);
+    if (stride == tr.type_size) {
+        if (type == DType::F32) return static_cast<const float *>(p);
+        tr.to_float(p, buf, n);
+        return buf;
+    }
+    const auto *bytes = static_cast<const std::byte *>(p);
+    for (int64_t i = 0; i < n; ++i) tr.to_float(bytes + size_t(i) * stride, buf + i, 1);
+    return buf;
+}
+
+void store_row(DType type, const float *src, void *p, size_t stride, int64_t n) {
+    const DTypeTraits &tr = traits(type);
+    if (stride == tr.type_size) {
+        tr.from_float(src, p, n);
+        return;
+    }
+    auto *bytes = static_cast<std::byte *>(p);
+    for (int64_t i = 0; i < n; ++i) tr.from_float(src + i, bytes + size_t(i) * stride, 1);
+}
+
+}  // namespace cpu
+
+namespace {
+
+constexpr size_t kScratchAlign = 64;
+
+bool has_kernel(const Tensor *node) {
+    const Kernel &k = cpu::kernel_table()[size_t(node->op)];
+    const bool is_metadata_op = node->op == Op::view || node->op == Op::reshape ||
+                                node->op == Op::permute || node->op == Op::transpose;
+    return (k.compute != nullptr || is_metadata_op) && (k.supports == nullptr || k.supports(node));
+}
+
+}  // namespace
+
+struct CpuBackend::Impl {
+    explicit Impl(int n) : pool(n) {}
+    cpu::ThreadPool pool;
+    std::vector<std::byte> scratch;
+};
+
+CpuBackend::CpuBackend(int n_threads)
+    : impl_(std::make_unique<Impl>(
+          n_threads > 0 ? n_threads : int(std::max(1u, std::thread::hardware_concurrency())))) {}
+
+CpuBackend::~CpuBackend() = default;
+
+int CpuBackend::n_threads() const {
+    return impl_->pool.size();
+}
+
+bool CpuBackend::supports(const Tensor *node) {
+    return has_kernel(node);
+}
+
+void CpuBackend::compute(const Graph &graph) {
+    const KernelTable &table = cpu::kernel_table();
+    size_t per_thread = 0;
+    for (const Tensor *node : graph.node_list()) {
+        if (!(node->flags & kFlagCompute)) continue;
+        if (!has_kernel(node))
+            fail("cpu", "no kernel for {} {}", op_name(node->op), describe(node));
+        if (node->data == nullptr && node->nelements() > 0) {
+            fail("cpu", "{} {} has no memory", op_name(node->op), describe(node));
+        }
+        for (const Tensor *s : node->src) {
+            if (s != nullptr && s->data == nullptr && s->nelements() > 0) {
+                fail("cpu", "{} reads {} which has no memory", describe(node), describe(s));
+            }
+        }
+        const Kernel &k = table[size_t(node->op)];
+        if (k.work_size != nullptr) per_thread = std::max(per_thread, k.work_size(node));
+    }
+    per_thread = (per_thread + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+    const int nth = impl_->pool.size();
+    auto &scratch = impl_->scratch;
+    if (scratch.size() < per_thread * size_t(nth) + kScratchAlign) {
+        scratch.resize(per_thread * size_t(nth) + kScratchAlign);
+    }
+    auto *base = reinterpret_cast<std::byte *>(
+        (reinterpret_cast<uintptr_t>(scratch.data()) + kScratchAlign - 1) / kScratchAlign *
+        kScratchAlign);
+
+    impl_->pool.run([&](int ith) {
+        const cpu::ComputeParams params{.ith = ith,
+                                        .nth = nth,
+                                        .work = base + per_thread * size_t(ith),
+                                        .work_size = per_thread,
+                                        .pool = &impl_->pool};
+        for (Tensor *node : graph.node_list()) {
+            if (!(node->flags & kFlagCompute)) continue;
+            const Kernel &k = table[size_t(node->op)];
+            if (k.compute == nullptr) continue;
+            k.compute(params, node);
+            params.barrier();
+        }
+    });
+}
+
+}  // namespace loom

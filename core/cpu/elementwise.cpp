@@ -1,0 +1,75 @@
+// Binary elementwise ops (b broadcast over a) and the gated units swiglu / geglu.
+#include <cmath>
+
+#include "core/cpu/kernels.h"
+#include "core/cpu/unary_math.h"
+
+namespace loom::cpu {
+namespace {
+
+struct Add {
+    static float apply(float x, float y) { return x + y; }
+};
+struct Sub {
+    static float apply(float x, float y) { return x - y; }
+};
+struct Mul {
+    static float apply(float x, float y) { return x * y; }
+};
+struct Div {
+    static float apply(float x, float y) { return x / y; }
+};
+struct SwiGlu {
+    static float apply(float x, float y) { return silu_f32(x) * y; }
+};
+struct GeGlu {
+    static float apply(float x, float y) { return gelu_f32(x) * y; }
+};
+
+// Scratch: a's row, b's row (expanded to a's length) and the output row, as floats.
+size_t binary_work(const Tensor *dst) {
+    return 3 * size_t(dst->ne[0]) * sizeof(float);
+}
+
+template <typename F>
+void compute_binary(const ComputeParams &p, Tensor *dst) {
+    const Tensor *a = dst->src[0];
+    const Tensor *b = dst->src[1];
+    const int64_t n = dst->ne[0];
+    const bool fast = a->type == DType::F32 && b->type == DType::F32 && dst->type == DType::F32 &&
+                      a->rows_contiguous() && b->rows_contiguous() && b->ne[0] == n;
+    auto *a_buf = reinterpret_cast<float *>(p.work);
+    float *b_buf = a_buf + n;
+    float *out_buf = b_buf + n;
+    const Range rows = split_range(dst->nrows(), p.ith, p.nth);
+    for (int64_t r = rows.begin; r < rows.end; ++r) {
+        const RowIndex i = unravel_row(r, dst);
+        const void *a_row = a->row_ptr(i.i1, i.i2, i.i3);
+        const void *b_row = b->row_ptr(i.i1 % b->ne[1], i.i2 % b->ne[2], i.i3 % b->ne[3]);
+        void *out_row = dst->row_ptr(i.i1, i.i2, i.i3);
+        if (fast) {
+            const auto *x = static_cast<const float *>(a_row);
+            const auto *y = static_cast<const float *>(b_row);
+            auto *z = static_cast<float *>(out_row);
+            for (int64_t j = 0; j < n; ++j) z[j] = F::apply(x[j], y[j]);
+            continue;
+        }
+        const float *x = load_row(a->type, a_row, a->nb[0], n, a_buf);
+        const float *y = load_row(b->type, b_row, b->nb[0], b->ne[0], b_buf);
+        for (int64_t j = 0; j < n; ++j) out_buf[j] = F::apply(x[j], y[j % b->ne[0]]);
+        store_row(dst->type, out_buf, out_row, dst->nb[0], n);
+    }
+}
+
+}  // namespace
+
+void register_elementwise_kernels(KernelTable &table) {
+    table[size_t(Op::add)] = {.compute = compute_binary<Add>, .work_size = binary_work};
+    table[size_t(Op::sub)] = {.compute = compute_binary<Sub>, .work_size = binary_work};
+    table[size_t(Op::mul)] = {.compute = compute_binary<Mul>, .work_size = binary_work};
+    table[size_t(Op::div)] = {.compute = compute_binary<Div>, .work_size = binary_work};
+    table[size_t(Op::swiglu)] = {.compute = compute_binary<SwiGlu>, .work_size = binary_work};
+    table[size_t(Op::geglu)] = {.compute = compute_binary<GeGlu>, .work_size = binary_work};
+}
+
+}  // namespace loom::cpu

@@ -1,0 +1,82 @@
+#pragma once
+// The CPU kernel table: one row per op, filled by one registration function per op family
+// (one file each under core/cpu/). Kernels never throw: the builders checked shapes and dtypes,
+// and CpuBackend::compute checks `supports` for every node before it runs any.
+#include <array>
+#include <cstddef>
+
+#include "core/op_params.h"
+#include "loom/core.h"
+
+namespace loom::cpu {
+
+class ThreadPool;
+
+// What one thread sees while running one node.
+struct ComputeParams {
+    int ith = 0;                // this thread's index
+    int nth = 1;                // threads running the node
+    std::byte *work = nullptr;  // this thread's scratch, at least the kernel's work_size bytes,
+    size_t work_size = 0;       // 64-byte aligned
+    ThreadPool *pool = nullptr;
+    // Waits until every thread of the node has reached this point (for multi-phase kernels).
+    void barrier() const;
+};
+
+struct Kernel {
+    // Null: the op moves no data (views) and needs no thread synchronisation.
+    void (*compute)(const ComputeParams &params, Tensor *dst) = nullptr;
+    // Null: every node the builder accepts is supported.
+    bool (*supports)(const Tensor *dst) = nullptr;
+    // Per-thread scratch bytes; null: none.
+    size_t (*work_size)(const Tensor *dst) = nullptr;
+};
+
+using KernelTable = std::array<Kernel, kOpCount>;
+const KernelTable &kernel_table();
+
+// One per file, each filling the rows of its op family.
+void register_layout_kernels(
+    KernelTable &table);  // layout.cpp: views, cont, cpy, repeat, concat, pad
+void register_rows_kernels(KernelTable &table);  // get_set_rows.cpp
+void register_elementwise_kernels(
+    KernelTable &table);  // elementwise.cpp: add, sub, mul, div, swiglu, geglu
+void register_unary_kernels(KernelTable &table);      // unary.cpp
+void register_reduce_kernels(KernelTable &table);     // reduce.cpp: sum_rows, mean, argmax
+void register_sort_kernels(KernelTable &table);       // sort.cpp
+void register_matmul_kernels(KernelTable &table);     // matmul.cpp
+void register_norm_kernels(KernelTable &table);       // norm.cpp
+void register_rope_kernels(KernelTable &table);       // rope.cpp
+void register_softmax_kernels(KernelTable &table);    // softmax.cpp: soft_max, diag_mask_inf
+void register_attention_kernels(KernelTable &table);  // attention.cpp: flash_attn_ext
+
+// ---------------------------------------------------------------------------------------------
+// Helpers shared by kernels
+
+struct Range {
+    int64_t begin, end;
+};
+// Thread ith's share of n items in contiguous chunks (deterministic for given n and nth).
+inline Range split_range(int64_t n, int ith, int nth) {
+    const int64_t per = (n + nth - 1) / nth;
+    const int64_t begin = std::min(n, per * ith);
+    return {begin, std::min(n, begin + per)};
+}
+
+// Splits a row index into (i1, i2, i3) for a tensor with dims ne[1], ne[2].
+struct RowIndex {
+    int64_t i1, i2, i3;
+};
+inline RowIndex unravel_row(int64_t row, const Tensor *t) {
+    const int64_t i1 = row % t->ne[1];
+    const int64_t i23 = row / t->ne[1];
+    return {i1, i23 % t->ne[2], i23 / t->ne[2]};
+}
+
+// A row of n elements of `type` at p as floats: p itself when F32 and contiguous (stride ==
+// 4), else converted (or gathered with byte stride `stride`) into buf.
+const float *load_row(DType type, const void *p, size_t stride, int64_t n, float *buf);
+// Writes n floats to a row of `type` at p with element byte stride `stride`.
+void store_row(DType type, const float *src, void *p, size_t stride, int64_t n);
+
+}  // namespace loom::cpu

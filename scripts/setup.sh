@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what Loom builds with, from Debian's packages, only where something is missing.
+# Safe to run again and again: it does nothing once everything is there.
+set -euo pipefail
+
+packages=(
+    cmake            # build system
+    make
+    g++              # C++20 compiler
+    clang-format     # formatting check in the test suite
+    libgtest-dev     # unit tests (GoogleTest)
+    libbenchmark-dev # micro-benchmarks (Google Benchmark)
+    libfmt-dev       # message formatting (g++ 12 has no <format>)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq "${missing[@]}"
+fi
