@@ -20,8 +20,9 @@ test: configure-release
 	ctest --test-dir $(BUILD_RELEASE) --output-on-failure -j $(JOBS)
 
 bench: configure-release
-	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom-bench-matmul
+	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom-bench-matmul loom-bench-alloc
 	./$(BUILD_RELEASE)/bench/loom-bench-matmul --benchmark_counters_tabular=true
+	./$(BUILD_RELEASE)/bench/loom-bench-alloc --benchmark_counters_tabular=true
 
 test-asan: setup
 	cmake --preset asan >/dev/null

@@ -81,7 +81,13 @@ constexpr std::array<DTypeTraits, kDTypeCount> kTraits = {{
 }};
 
 constexpr std::array<const char *, kOpCount> kOpNames = {{
-#define LOOM_OP(name) #name,
+#define LOOM_OP(name, in_place) #name,
+#include "loom/op.def"
+#undef LOOM_OP
+}};
+
+constexpr std::array<bool, kOpCount> kOpInPlace = {{
+#define LOOM_OP(name, in_place) in_place,
 #include "loom/op.def"
 #undef LOOM_OP
 }};
@@ -96,6 +102,9 @@ const char *dtype_name(DType type) {
 }
 const char *op_name(Op op) {
     return kOpNames[size_t(op)];
+}
+bool op_can_run_in_place(Op op) {
+    return kOpInPlace[size_t(op)];
 }
 
 size_t row_size(DType type, int64_t ne0) {

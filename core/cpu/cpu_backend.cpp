@@ -90,11 +90,22 @@ int CpuBackend::n_threads() const {
     return impl_->pool.size();
 }
 
-bool CpuBackend::supports(const Tensor *node) {
+// The CPU backend announces itself to the registry when this file is linked in, which any
+// program that can run a graph does.
+const bool kRegistered = [] {
+    register_backend({.name = "CPU",
+                      .description = "multi-threaded SIMD kernels on this machine's cores",
+                      .create = [](int n_threads) -> std::unique_ptr<Backend> {
+                          return std::make_unique<CpuBackend>(n_threads);
+                      }});
+    return true;
+}();
+
+bool CpuBackend::supports_op(const Tensor *node) const {
     return has_kernel(node);
 }
 
-void CpuBackend::compute(const Graph &graph) {
+void CpuBackend::graph_compute(const Graph &graph) {
     const KernelTable &table = cpu::kernel_table();
     size_t per_thread = 0;
     for (const Tensor *node : graph.node_list()) {

@@ -2,26 +2,28 @@
 // The CPU backend: runs a graph with a pool of threads that lives across runs.
 #include <memory>
 
+#include "loom/backend.h"
 #include "loom/core.h"
 
 namespace loom {
 
-class CpuBackend {
+class CpuBackend : public Backend {
   public:
     // n_threads <= 0 means one per hardware thread.
     explicit CpuBackend(int n_threads = 0);
-    ~CpuBackend();
+    ~CpuBackend() override;
     CpuBackend(const CpuBackend &) = delete;
     CpuBackend &operator=(const CpuBackend &) = delete;
 
     int n_threads() const;
 
+    const char *name() const override { return "CPU"; }
+    BufferType &default_buffer_type() override { return host_buffer_type(); }
     // True when a CPU kernel exists for this node's op, dtypes and layout.
-    static bool supports(const Tensor *node);
-
+    bool supports_op(const Tensor *node) const override;
     // Runs every node flagged to compute, in graph order. Checks first that each such node is
     // supported and has memory; throws loom::Error("[cpu] ...") otherwise, before running any.
-    void compute(const Graph &graph);
+    void graph_compute(const Graph &graph) override;
 
   private:
     struct Impl;

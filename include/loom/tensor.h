@@ -18,12 +18,12 @@ inline constexpr int kDTypeCount = 0
     ;
 
 enum class Op : uint8_t {
-#define LOOM_OP(name) name,
+#define LOOM_OP(name, in_place) name,
 #include "loom/op.def"
 #undef LOOM_OP
 };
 inline constexpr int kOpCount = 0
-#define LOOM_OP(name) +1
+#define LOOM_OP(name, in_place) +1
 #include "loom/op.def"
 #undef LOOM_OP
     ;
@@ -43,6 +43,8 @@ struct DTypeTraits {
 const DTypeTraits &traits(DType type);
 const char *dtype_name(DType type);
 const char *op_name(Op op);
+// Whether the op's result may take over its first source's memory (op.def's in_place column).
+bool op_can_run_in_place(Op op);
 // Bytes of a row of ne0 elements; ne0 must be a multiple of the block size.
 size_t row_size(DType type, int64_t ne0);
 
@@ -61,6 +63,8 @@ enum TensorFlag : uint32_t {
 // A tensor is metadata plus a data pointer. ne[0] is the innermost dimension; nb[i] is the
 // byte stride of dimension i (nb[0] is the element or block size for a contiguous tensor).
 // Shapes are written [ne0, ne1, ne2, ne3] throughout, the order GGUF stores them in.
+class Buffer;
+
 struct Tensor {
     DType type = DType::F32;
     Op op = Op::none;
@@ -72,6 +76,7 @@ struct Tensor {
     Tensor *view_src = nullptr;  // the tensor whose memory a view aliases
     size_t view_offs = 0;        // byte offset of the view inside view_src's data
     void *data = nullptr;
+    Buffer *buffer = nullptr;  // the buffer holding data, when a buffer does (loom/backend.h)
     char name[kMaxName] = {};
 
     int64_t nelements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }

@@ -4,6 +4,7 @@
 #include <span>
 #include <string_view>
 
+#include "loom/backend.h"
 #include "loom/error.h"
 #include "tools/loom/commands.h"
 
@@ -21,13 +22,23 @@ constexpr Command kCommands[] = {
 };
 
 void print_usage() {
-    std::printf("usage: loom <command> [options]\n\ncommands:\n");
+    std::printf("usage: loom <command> [options]\n       loom --list-backends\n\ncommands:\n");
     for (const Command &c : kCommands) std::printf("  %-10s %s\n", c.name, c.summary);
 }
 
 }  // namespace
 
+void list_backends() {
+    for (const loom::BackendInfo &b : loom::registered_backends()) {
+        std::printf("%-8s %s\n", b.name.c_str(), b.description.c_str());
+    }
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 2 && std::strcmp(argv[1], "--list-backends") == 0) {
+        list_backends();
+        return 0;
+    }
     if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
         print_usage();
         return argc < 2 ? 2 : 0;
