@@ -2,6 +2,7 @@
 // The CPU kernel table: one row per op, filled by one registration function per op family
 // (one file each under core/cpu/). Kernels never throw: the builders checked shapes and dtypes,
 // and CpuBackend::compute checks `supports` for every node before it runs any.
+#include <algorithm>
 #include <array>
 #include <cstddef>
 

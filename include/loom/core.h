@@ -210,7 +210,8 @@ struct RopeParams {
     float beta_fast = 32.0f;
     float beta_slow = 1.0f;
 };
-// a F32 [head_dim, n_head, n_tokens, 1]; pos I32 [n_tokens]; freq_factors F32 [n_dims/2] or null.
+// a F32 [head_dim, n_head, n_tokens, ne3] (any strides; dim 3 shares the positions);
+// pos I32 [n_tokens]; freq_factors F32 [>= n_dims/2] or null.
 Tensor *rope_ext(Context &ctx, Tensor *a, Tensor *pos, const RopeParams &params,
                  Tensor *freq_factors = nullptr);
 
@@ -233,8 +234,9 @@ Tensor *diag_mask_inf(Context &ctx, Tensor *a, int n_past);
 
 // Fused attention with F32 accumulation and online softmax:
 //   q [D, n_q, n_head, ne3], k [D, n_kv, n_head_kv, ne3], v [Dv, n_kv, n_head_kv, ne3]
-//   (k, v F32 or F16; n_head a multiple of n_head_kv — grouped-query attention),
-//   mask F32/F16 [n_kv, >= n_q, 1 or ne3... broadcast like soft_max_ext] or null,
+//   (k, v F32, F16 or BF16, q rounded to k's dtype before the dot products as ggml does;
+//   n_head a multiple of n_head_kv — grouped-query attention),
+//   mask F32/F16 [n_kv, >= n_q, m2, m3] broadcast over heads and dim 3 like soft_max_ext, or null,
 //   sinks F32 [n_head] or null.
 // Result F32 [Dv, n_head, n_q, ne3] — heads inner, ready to be reshaped to [Dv*n_head, n_q].
 // Scores are q·k * scale, then softcap * tanh(score / softcap) when logit_softcap != 0, then
