@@ -165,7 +165,10 @@ void Scheduler::build_splits(Graph &graph) {
         const int b = is_view_op(node) ? (splits_.empty() ? std::max(0, memory_backend(node))
                                                           : splits_.back().backend)
                                        : assigned_.at(node);
-        if (splits_.empty() || splits_.back().backend != b) splits_.push_back(Split{.backend = b});
+        if (splits_.empty() || splits_.back().backend != b) {
+            splits_.emplace_back();
+            splits_.back().backend = b;
+        }
         splits_.back().nodes.push_back(node);
     }
     stats_.n_copies = 0;

@@ -1,7 +1,12 @@
 #pragma once
 // The CPU kernel table: one row per op, filled by one registration function per op family
 // (one file each under core/cpu/). Kernels never throw: the builders checked shapes and dtypes,
-// and CpuBackend::compute checks `supports` for every node before it runs any.
+// and CpuBackend::graph_compute checks `supports` for every node before it runs any.
+//
+// Thread-count invariance: every kernel splits work only by output rows (or, in mul_mat, by
+// whole column panels) and computes each output element the same way whichever thread owns
+// it, so every op gives the same bits for any number of threads. tests/core/test_threads.cpp
+// holds every op to that.
 #include <algorithm>
 #include <array>
 #include <cstddef>

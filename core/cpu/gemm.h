@@ -1,0 +1,85 @@
+#pragma once
+// The matrix-product engine behind mul_mat and mul_mat_id (core/cpu/gemm.cpp).
+//
+// A product is a list of jobs that share M and K. Each job multiplies one weight matrix `a`
+// (M rows of K elements, any float dtype, any strides) by N columns of F32 activations (rows of
+// b, K elements each) and writes N rows of M floats. Columns are addressed through Columns, so a
+// job can gather arbitrary rows of b and scatter to arbitrary rows of dst (mul_mat_id's expert
+// groups) as well as plain strided ones (mul_mat's batches).
+//
+// Two paths, chosen per job from N alone:
+//   N <= kGemvMaxN  matrix-vector: each weight row is streamed once and dotted with every column.
+//   N >  kGemvMaxN  packed, cache-blocked GEMM with a register-blocked micro-kernel.
+//
+// Determinism: threads split the work only along M, in whole MR-row panels (and across jobs);
+// the order in which an output element's K terms are summed depends on K, the block sizes and
+// the path (fixed by N), never on the thread count or on which thread computes it.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/cpu/kernels.h"
+
+namespace loom::cpu::gemm {
+
+// Jobs with at most this many columns take the matrix-vector path.
+inline constexpr int64_t kGemvMaxN = 4;
+
+// How a weight dtype is read. A new weight type (a quantized block format) plugs in with one
+// entry here plus traits(type).to_float, which packing uses on KC-long row segments.
+struct WeightOps {
+    // out[c] = sum_i row[i] * x[c][i] for c < nx (1 <= nx <= kGemvMaxN); row's elements are
+    // contiguous, each x[c] is n contiguous floats.
+    void (*dot)(const void *row, const float *const *x, int nx, int64_t n, float *out) = nullptr;
+    // Packs a GEMM panel: `rows` (<= the panel height) rows of kc contiguous elements, row i at
+    // a + i * nb1, as kc steps of panel-height floats, zero past `rows`. Null: rows are converted
+    // with traits(type).to_float one at a time.
+    void (*pack)(const std::byte *a, size_t nb1, int64_t rows, int64_t kc, float *out) = nullptr;
+};
+// Null dot: the dtype cannot be a matrix-product weight.
+const WeightOps &weight_ops(DType type);
+
+// Column j of a job reads b row `b + i1 * b_s1 + i2 * b_s2` and writes dst row
+// `dst + i1 * dst_s1 + i2 * dst_s2`, where (i1, i2) = (j, 0), or, with a list,
+// (list[j] % n1, list[j] / n1).
+struct Columns {
+    const std::byte *b = nullptr;
+    size_t b_nb0 = sizeof(float);  // element stride of b rows
+    size_t b_s1 = 0, b_s2 = 0;
+    std::byte *dst = nullptr;  // dst rows are contiguous F32
+    size_t dst_s1 = 0, dst_s2 = 0;
+    const int32_t *list = nullptr;
+    int64_t n1 = 1;
+
+    const std::byte *b_row(int64_t j) const {
+        if (list == nullptr) return b + size_t(j) * b_s1;
+        return b + size_t(list[j] % n1) * b_s1 + size_t(list[j] / n1) * b_s2;
+    }
+    float *dst_row(int64_t j) const {
+        if (list == nullptr) return reinterpret_cast<float *>(dst + size_t(j) * dst_s1);
+        const size_t off = size_t(list[j] % n1) * dst_s1 + size_t(list[j] / n1) * dst_s2;
+        return reinterpret_cast<float *>(dst + off);
+    }
+};
+
+struct Job {
+    const std::byte *a = nullptr;  // element (k, m) at a + k * a_nb0 + m * a_nb1
+    size_t a_nb0 = 0, a_nb1 = 0;
+    DType a_type = DType::F32;
+    Columns cols;
+    int64_t n = 0;  // columns
+};
+
+struct Problem {
+    int64_t m = 0, k = 0;  // shared by every job
+    int64_t n_jobs = 0;
+    Job (*job_at)(const void *ctx, int64_t i) = nullptr;
+    const void *ctx = nullptr;
+};
+
+// Scratch bytes one thread needs for jobs of up to max_n columns (64-byte multiple).
+size_t work_size(int64_t k, int64_t max_n);
+
+// Runs this thread's share of the problem. `work` is 64-byte aligned, work_size(k, max_n) bytes.
+void run(const ComputeParams &params, const Problem &problem, std::byte *work);
+
+}  // namespace loom::cpu::gemm

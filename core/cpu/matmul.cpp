@@ -1,0 +1,189 @@
+// CPU kernels for the matrix products, mul_mat and mul_mat_id. Each node becomes a list of jobs
+// for the engine in core/cpu/gemm.h: mul_mat one per batch of b, mul_mat_id one per expert that
+// some (slot, token) pair chose, so every expert's weights stream once per node.
+#include <algorithm>
+
+#include "core/cpu/gemm.h"
+
+namespace loom::cpu {
+namespace {
+
+std::byte *bytes(void *p) {
+    return static_cast<std::byte *>(p);
+}
+
+bool is_weight_type(const Tensor *a) {
+    if (gemm::weight_ops(a->type).dot == nullptr) return false;
+    // A block format cannot be read with an element stride; plain types are gathered.
+    return !traits(a->type).is_quantized || a->rows_contiguous();
+}
+
+bool writes_f32_rows(const Tensor *dst) {
+    return dst->type == DType::F32 && dst->nb[0] == sizeof(float);
+}
+
+// ---------------------------------------------------------------------------------------------
+// mul_mat: a [K, M, A2, A3] · b F32 [K, N, B2, B3] -> dst F32 [M, N, B2, B3]
+
+// Batch i = i2 + B2 * i3 of b uses a's batch (i2 / (B2 / A2), i3 / (B3 / A3)).
+gemm::Job mul_mat_job(const void *ctx, int64_t i) {
+    const auto *dst = static_cast<const Tensor *>(ctx);
+    const Tensor *a = dst->src[0];
+    const Tensor *b = dst->src[1];
+    const int64_t i2 = i % b->ne[2], i3 = i / b->ne[2];
+    const int64_t a2 = i2 / (b->ne[2] / a->ne[2]), a3 = i3 / (b->ne[3] / a->ne[3]);
+    return {.a = bytes(a->data) + size_t(a2) * a->nb[2] + size_t(a3) * a->nb[3],
+            .a_nb0 = a->nb[0],
+            .a_nb1 = a->nb[1],
+            .a_type = a->type,
+            .cols = {.b = bytes(b->data) + size_t(i2) * b->nb[2] + size_t(i3) * b->nb[3],
+                     .b_nb0 = b->nb[0],
+                     .b_s1 = b->nb[1],
+                     .dst = bytes(dst->data) + size_t(i2) * dst->nb[2] + size_t(i3) * dst->nb[3],
+                     .dst_s1 = dst->nb[1]},
+            .n = b->ne[1]};
+}
+
+void mul_mat_compute(const ComputeParams &params, Tensor *dst) {
+    const Tensor *a = dst->src[0];
+    const Tensor *b = dst->src[1];
+    const gemm::Problem problem{.m = a->ne[1],
+                                .k = a->ne[0],
+                                .n_jobs = b->ne[2] * b->ne[3],
+                                .job_at = mul_mat_job,
+                                .ctx = dst};
+    gemm::run(params, problem, params.work);
+}
+
+bool mul_mat_supports(const Tensor *dst) {
+    return is_weight_type(dst->src[0]) && dst->src[1]->type == DType::F32 && writes_f32_rows(dst);
+}
+
+size_t mul_mat_work_size(const Tensor *dst) {
+    return gemm::work_size(dst->src[0]->ne[0], dst->src[1]->ne[1]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// mul_mat_id: as [K, M, n_expert] · b F32 [K, 1 or n_used, n_tokens], ids I32 [n_used, n_tokens]
+// -> dst F32 [M, n_used, n_tokens]. Pair p = slot + n_used * token is one output column.
+
+// The pairs grouped by expert (a counting sort, stable), in this thread's scratch. Every thread
+// builds the same groups, which costs less than sharing them through a barrier.
+struct ExpertGroups {
+    int32_t *start = nullptr;   // [n_expert + 2]: pairs of expert e are [start[e], start[e + 1]);
+                                // bucket n_expert holds pairs whose id is out of range
+    int32_t *pairs = nullptr;   // [n_pairs]
+    int32_t *active = nullptr;  // [n_expert]: experts with at least one pair, ascending
+    int64_t n_active = 0;
+};
+
+struct MulMatIdContext {
+    const Tensor *dst;
+    const ExpertGroups *groups;
+};
+
+size_t id_int_count(const Tensor *dst) {
+    const int64_t n_expert = dst->src[0]->ne[2];
+    const int64_t n_pairs = dst->src[2]->ne[0] * dst->src[2]->ne[1];
+    return size_t(2 * (n_expert + 2) + n_pairs + n_expert);
+}
+
+size_t id_ints_bytes(const Tensor *dst) {
+    return (id_int_count(dst) * sizeof(int32_t) + 63) / 64 * 64;  // keeps gemm's scratch aligned
+}
+
+ExpertGroups group_by_expert(const Tensor *dst, int32_t *ints) {
+    const Tensor *ids = dst->src[2];
+    const int64_t n_expert = dst->src[0]->ne[2];
+    const int64_t n_used = ids->ne[0], n_pairs = ids->ne[0] * ids->ne[1];
+    const int64_t n_buckets = n_expert + 1;
+    ExpertGroups g;
+    g.start = ints;
+    int32_t *cursor = ints + n_expert + 2;
+    g.pairs = cursor + n_expert + 2;
+    g.active = g.pairs + n_pairs;
+    auto bucket_of = [&](int64_t p) {
+        const auto *id = reinterpret_cast<const int32_t *>(
+            bytes(ids->data) + size_t(p % n_used) * ids->nb[0] + size_t(p / n_used) * ids->nb[1]);
+        return *id >= 0 && *id < n_expert ? int64_t(*id) : n_expert;
+    };
+    std::fill(g.start, g.start + n_buckets + 1, 0);
+    for (int64_t p = 0; p < n_pairs; ++p) ++g.start[bucket_of(p) + 1];
+    for (int64_t e = 0; e < n_buckets; ++e) g.start[e + 1] += g.start[e];
+    std::copy(g.start, g.start + n_buckets, cursor);
+    for (int64_t p = 0; p < n_pairs; ++p) g.pairs[cursor[bucket_of(p)]++] = int32_t(p);
+    for (int64_t e = 0; e < n_expert; ++e) {
+        if (g.start[e + 1] > g.start[e]) g.active[g.n_active++] = int32_t(e);
+    }
+    return g;
+}
+
+gemm::Job mul_mat_id_job(const void *ctx, int64_t i) {
+    const auto *c = static_cast<const MulMatIdContext *>(ctx);
+    const Tensor *dst = c->dst;
+    const Tensor *as = dst->src[0];
+    const Tensor *b = dst->src[1];
+    const int32_t e = c->groups->active[i];
+    const int32_t first = c->groups->start[e];
+    return {.a = bytes(as->data) + size_t(e) * as->nb[2],
+            .a_nb0 = as->nb[0],
+            .a_nb1 = as->nb[1],
+            .a_type = as->type,
+            .cols = {.b = bytes(b->data),
+                     .b_nb0 = b->nb[0],
+                     .b_s1 = b->ne[1] == 1 ? 0 : b->nb[1],  // one b row shared by every slot
+                     .b_s2 = b->nb[2],
+                     .dst = bytes(dst->data),
+                     .dst_s1 = dst->nb[1],
+                     .dst_s2 = dst->nb[2],
+                     .list = c->groups->pairs + first,
+                     .n1 = dst->src[2]->ne[0]},
+            .n = c->groups->start[e + 1] - first};
+}
+
+void mul_mat_id_compute(const ComputeParams &params, Tensor *dst) {
+    const Tensor *as = dst->src[0];
+    const int64_t n_expert = as->ne[2];
+    const ExpertGroups groups = group_by_expert(dst, reinterpret_cast<int32_t *>(params.work));
+
+    // Pairs naming no expert get zeros, shared out round-robin.
+    const int64_t n_used = dst->src[2]->ne[0];
+    for (int32_t i = groups.start[n_expert] + params.ith; i < groups.start[n_expert + 1];
+         i += params.nth) {
+        const int32_t p = groups.pairs[i];
+        auto *row = reinterpret_cast<float *>(bytes(dst->data) + size_t(p % n_used) * dst->nb[1] +
+                                              size_t(p / n_used) * dst->nb[2]);
+        std::fill(row, row + dst->ne[0], 0.0f);
+    }
+
+    const MulMatIdContext ctx{.dst = dst, .groups = &groups};
+    const gemm::Problem problem{.m = as->ne[1],
+                                .k = as->ne[0],
+                                .n_jobs = groups.n_active,
+                                .job_at = mul_mat_id_job,
+                                .ctx = &ctx};
+    gemm::run(params, problem, params.work + id_ints_bytes(dst));
+}
+
+bool mul_mat_id_supports(const Tensor *dst) {
+    return is_weight_type(dst->src[0]) && dst->src[1]->type == DType::F32 &&
+           dst->src[2]->type == DType::I32 && writes_f32_rows(dst);
+}
+
+size_t mul_mat_id_work_size(const Tensor *dst) {
+    const Tensor *ids = dst->src[2];
+    // One expert may take every pair.
+    return id_ints_bytes(dst) + gemm::work_size(dst->src[0]->ne[0], ids->ne[0] * ids->ne[1]);
+}
+
+}  // namespace
+
+void register_matmul_kernels(KernelTable &table) {
+    table[size_t(Op::mul_mat)] = {
+        .compute = mul_mat_compute, .supports = mul_mat_supports, .work_size = mul_mat_work_size};
+    table[size_t(Op::mul_mat_id)] = {.compute = mul_mat_id_compute,
+                                     .supports = mul_mat_id_supports,
+                                     .work_size = mul_mat_id_work_size};
+}
+
+}  // namespace loom::cpu
