@@ -2,8 +2,11 @@
 JOBS ?= $(shell nproc)
 BUILD_RELEASE := build/release
 BUILD_ASAN := build/asan
+BUILD_FUZZ := build/fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_MAX_LEN ?= 65536
 
-.PHONY: run test bench test-asan setup configure-release format clean
+.PHONY: run test bench test-asan fuzz-gguf setup configure-release format clean
 
 setup:
 	./scripts/setup.sh
@@ -28,6 +31,21 @@ test-asan: setup
 	cmake --preset asan >/dev/null
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS)
+
+# libFuzzer on the GGUF reader (clang, ASan, UBSan) for FUZZ_SECONDS. Seeds: the files in
+# ../shared/models, small files from the writer, and tests/gguf/corpus; what it learns stays in
+# build/fuzz/corpus, crashes go to build/fuzz/crashes (worth keeping: tests/gguf/corpus).
+fuzz-gguf:
+	./scripts/setup.sh fuzz
+	cmake -S fuzz -B $(BUILD_FUZZ) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD_FUZZ) -j $(JOBS)
+	rm -rf $(BUILD_FUZZ)/seeds
+	mkdir -p $(BUILD_FUZZ)/seeds $(BUILD_FUZZ)/corpus $(BUILD_FUZZ)/crashes
+	cp ../shared/models/*.gguf ../shared/models/vocab/*.gguf $(wildcard tests/gguf/corpus/*) $(BUILD_FUZZ)/seeds/
+	./$(BUILD_FUZZ)/gguf_seeds $(BUILD_FUZZ)/seeds
+	./$(BUILD_FUZZ)/gguf_fuzz $(BUILD_FUZZ)/corpus $(BUILD_FUZZ)/seeds -dict=fuzz/gguf.dict \
+		-max_len=$(FUZZ_MAX_LEN) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		-artifact_prefix=$(BUILD_FUZZ)/crashes/
 
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i

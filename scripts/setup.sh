@@ -11,7 +11,13 @@ packages=(
     libgtest-dev     # unit tests (GoogleTest)
     libbenchmark-dev # micro-benchmarks (Google Benchmark)
     libfmt-dev       # message formatting (g++ 12 has no <format>)
+    libcli11-dev     # the loom command's subcommands and options
+    nlohmann-json3-dev  # JSON (loom gguf dump --json)
 )
+# `setup.sh fuzz`: what `make fuzz-gguf` adds (libFuzzer comes with clang's runtime).
+if [ "${1:-}" = "fuzz" ]; then
+    packages+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,10 +1,11 @@
 // `loom demo`: until the engine exists, shows the library end to end — a single-head causal
 // attention block built lazily as a graph, then computed on the CPU backend, both ways
 // (naive mul_mat + soft_max and fused flash attention), with their agreement printed.
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
-#include <string>
 
 #include "loom/core.h"
 #include "loom/cpu.h"
@@ -19,13 +20,21 @@ void fill_random(Tensor *t, std::mt19937 &rng) {
     for (int64_t i = 0; i < t->nelements(); ++i) p[i] = dist(rng);
 }
 
+int run_demo(int n_threads);
+
 }  // namespace
 
-int run_demo(std::span<char *> args) {
-    int n_threads = 0;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (std::string(args[i]) == "-t" && i + 1 < args.size()) n_threads = std::stoi(args[++i]);
-    }
+void add_demo_command(CLI::App &app, int &exit_code) {
+    CLI::App *demo =
+        app.add_subcommand("demo", "build and compute a small graph (attention block), print it");
+    auto n_threads = std::make_shared<int>(0);
+    demo->add_option("-t,--threads", *n_threads, "CPU threads (0: one per core)");
+    demo->callback([n_threads, &exit_code] { exit_code = run_demo(*n_threads); });
+}
+
+namespace {
+
+int run_demo(int n_threads) {
     constexpr int64_t kHeadDim = 64, kTokens = 8, kHeads = 4;
     Context ctx({.mem_size = 64u << 20});
     std::mt19937 rng(42);
@@ -58,12 +67,13 @@ int run_demo(std::span<char *> args) {
     build_forward_expand(graph, fused);
 
     CpuBackend cpu(n_threads);
-    cpu.compute(*graph);
+    cpu.graph_compute(*graph);
 
     std::printf("graph: %zu nodes, %zu leafs, computed on %d thread(s)\n", graph->n_nodes,
                 graph->n_leafs, cpu.n_threads());
     for (const Tensor *node : graph->node_list()) {
-        std::printf("  %-16s %-14s %s\n", node->name, op_name(node->op), describe(node).c_str());
+        std::printf("  %-16s %-14s %s\n", node->name[0] ? node->name : "-", op_name(node->op),
+                    describe(node).c_str());
     }
     double err = 0.0, ref = 0.0;
     const auto *a = static_cast<const float *>(naive->data);
@@ -79,4 +89,5 @@ int run_demo(std::span<char *> args) {
     return 0;
 }
 
+}  // namespace
 }  // namespace loom::tools

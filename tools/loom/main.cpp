@@ -1,8 +1,6 @@
-// The `loom` command: one binary, one subcommand per job.
+// The `loom` command: one binary, one subcommand per job (tools/loom/commands.h).
+#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstring>
-#include <span>
-#include <string_view>
 
 #include "loom/backend.h"
 #include "loom/error.h"
@@ -10,50 +8,44 @@
 
 namespace {
 
-struct Command {
-    const char *name;
-    const char *summary;
-    int (*run)(std::span<char *> args);
-};
-
-constexpr Command kCommands[] = {
-    {"demo", "build and compute a small graph (attention block) and print it",
-     loom::tools::run_demo},
-};
-
-void print_usage() {
-    std::printf("usage: loom <command> [options]\n       loom --list-backends\n\ncommands:\n");
-    for (const Command &c : kCommands) std::printf("  %-10s %s\n", c.name, c.summary);
-}
-
-}  // namespace
-
 void list_backends() {
     for (const loom::BackendInfo &b : loom::registered_backends()) {
         std::printf("%-8s %s\n", b.name.c_str(), b.description.c_str());
     }
 }
 
+// The subcommand that ran ("gguf"), which errors are reported under.
+std::string command_name(const CLI::App &app) {
+    const auto subcommands = app.get_subcommands();
+    return subcommands.empty() ? std::string() : subcommands.front()->get_name();
+}
+
+}  // namespace
+
 int main(int argc, char **argv) {
-    if (argc >= 2 && std::strcmp(argv[1], "--list-backends") == 0) {
+    CLI::App app{"Loom runs large language models from GGUF files.", "loom"};
+    bool show_backends = false;
+    app.add_flag("--list-backends", show_backends, "list the compute backends and exit");
+    app.require_subcommand(0, 1);
+    int exit_code = 0;
+    loom::tools::add_demo_command(app, exit_code);
+    loom::tools::add_gguf_command(app, exit_code);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e);
+    } catch (const loom::Error &e) {
+        std::fprintf(stderr, "loom %s: error: %s\n", command_name(app).c_str(), e.what());
+        return 1;
+    }
+    if (show_backends) {
         list_backends();
         return 0;
     }
-    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-        print_usage();
-        return argc < 2 ? 2 : 0;
+    if (app.get_subcommands().empty()) {
+        std::fputs(app.help().c_str(), stderr);
+        return 2;
     }
-    const std::string_view name = argv[1];
-    for (const Command &c : kCommands) {
-        if (name != c.name) continue;
-        try {
-            return c.run(std::span<char *>(argv + 2, size_t(argc - 2)));
-        } catch (const loom::Error &e) {
-            std::fprintf(stderr, "loom %s: error: %s\n", c.name, e.what());
-            return 1;
-        }
-    }
-    std::fprintf(stderr, "loom: unknown command '%s'\n", argv[1]);
-    print_usage();
-    return 2;
+    return exit_code;
 }
