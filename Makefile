@@ -23,9 +23,10 @@ test: configure-release
 	ctest --test-dir $(BUILD_RELEASE) --output-on-failure -j $(JOBS)
 
 bench: configure-release
-	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom-bench-matmul loom-bench-alloc
+	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom-bench-matmul loom-bench-alloc loom-bench-gguf
 	./$(BUILD_RELEASE)/bench/loom-bench-matmul --benchmark_counters_tabular=true
 	./$(BUILD_RELEASE)/bench/loom-bench-alloc --benchmark_counters_tabular=true
+	./$(BUILD_RELEASE)/bench/loom-bench-gguf --benchmark_counters_tabular=true
 
 test-asan: setup
 	cmake --preset asan >/dev/null
