@@ -70,35 +70,30 @@ const float *source_row(const ComputeParams &params, const Tensor *src, const Ro
                     reinterpret_cast<float *>(params.work));
 }
 
-void compute_norm(const ComputeParams &params, Tensor *dst) {
-    const Tensor *src = dst->src[0];
-    const float eps = get_op_params<NormOpParams>(dst).eps;
-    const int64_t n = src->ne[0];
-    const Range rows = split_range(src->nrows(), params.ith, params.nth);
-    for (int64_t row = rows.begin; row < rows.end; ++row) {
-        const RowIndex at = unravel_row(row, src);
-        const float *x = source_row(params, src, at);
-        auto *y = static_cast<float *>(dst->row_ptr(at.i1, at.i2, at.i3));
-        // The mean is rounded to float before centering, and var + eps to float before the
-        // square root, matching ggml's order of conversions.
-        const float mean = float(sum(x, n) / double(n));
-        const double variance = center_and_sum_squares(x, mean, y, n) / double(n);
-        scale_in_place(y, 1.0f / std::sqrt(float(variance + eps)), n);
-    }
+// The mean is rounded to float before centering, and var + eps to float before the square
+// root, matching ggml's order of conversions.
+void norm_row(const float *x, float *y, int64_t n, float eps) {
+    const float mean = float(sum(x, n) / double(n));
+    const double variance = center_and_sum_squares(x, mean, y, n) / double(n);
+    scale_in_place(y, 1.0f / std::sqrt(float(variance + eps)), n);
 }
 
-void compute_rms_norm(const ComputeParams &params, Tensor *dst) {
+void rms_norm_row(const float *x, float *y, int64_t n, float eps) {
+    const float mean_square = float(sum_of_squares(x, n) / double(n));
+    const float s = 1.0f / std::sqrt(mean_square + eps);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
+}
+
+// Applies normalise to every row of the source, rows split across threads.
+template <void (*normalise)(const float *x, float *y, int64_t n, float eps)>
+void compute_rows(const ComputeParams &params, Tensor *dst) {
     const Tensor *src = dst->src[0];
     const float eps = get_op_params<NormOpParams>(dst).eps;
-    const int64_t n = src->ne[0];
     const Range rows = split_range(src->nrows(), params.ith, params.nth);
     for (int64_t row = rows.begin; row < rows.end; ++row) {
         const RowIndex at = unravel_row(row, src);
-        const float *x = source_row(params, src, at);
-        auto *y = static_cast<float *>(dst->row_ptr(at.i1, at.i2, at.i3));
-        const float mean_square = float(sum_of_squares(x, n) / double(n));
-        const float s = 1.0f / std::sqrt(mean_square + eps);
-        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
+        normalise(source_row(params, src, at),
+                  static_cast<float *>(dst->row_ptr(at.i1, at.i2, at.i3)), src->ne[0], eps);
     }
 }
 
@@ -116,9 +111,10 @@ size_t norm_work_size(const Tensor *dst) {
 
 void register_norm_kernels(KernelTable &table) {
     table[size_t(Op::norm)] = {
-        .compute = compute_norm, .supports = supports_norm, .work_size = norm_work_size};
-    table[size_t(Op::rms_norm)] = {
-        .compute = compute_rms_norm, .supports = supports_norm, .work_size = norm_work_size};
+        .compute = compute_rows<norm_row>, .supports = supports_norm, .work_size = norm_work_size};
+    table[size_t(Op::rms_norm)] = {.compute = compute_rows<rms_norm_row>,
+                                   .supports = supports_norm,
+                                   .work_size = norm_work_size};
 }
 
 }  // namespace loom::cpu
