@@ -1,6 +1,7 @@
 // The dtype traits table: one row per entry of loom/dtype.def.
 #include <array>
 
+#include "core/quant/quant.h"
 #include "loom/core.h"
 #include "loom/fp16.h"
 
@@ -11,11 +12,12 @@
 namespace loom {
 namespace {
 
+// (memcpy of zero bytes still needs valid pointers, and an empty tensor has none)
 void f32_to_float(const void *src, float *dst, int64_t n) {
-    std::memcpy(dst, src, size_t(n) * sizeof(float));
+    if (n > 0) std::memcpy(dst, src, size_t(n) * sizeof(float));
 }
 void f32_from_float(const float *src, void *dst, int64_t n) {
-    std::memcpy(dst, src, size_t(n) * sizeof(float));
+    if (n > 0) std::memcpy(dst, src, size_t(n) * sizeof(float));
 }
 
 void f16_to_float(const void *src, float *dst, int64_t n) {
@@ -67,7 +69,9 @@ constexpr Converters converters(DType type) {
     }
 }
 
-constexpr std::array<DTypeTraits, kDTypeCount> kTraits = {{
+// The numbers come from dtype.def; the block formats' functions from their family files.
+const std::array<DTypeTraits, kDTypeCount> kTraits = [] {
+    std::array<DTypeTraits, kDTypeCount> t = {{
 #define LOOM_DTYPE(name_, gguf_id_, block_size_, type_size_) \
     {.name = #name_,                                         \
      .gguf_id = gguf_id_,                                    \
@@ -75,10 +79,17 @@ constexpr std::array<DTypeTraits, kDTypeCount> kTraits = {{
      .type_size = type_size_,                                \
      .is_quantized = (block_size_) > 1,                      \
      .to_float = converters(DType::name_).to_float,          \
-     .from_float = converters(DType::name_).from_float},
+     .from_float = converters(DType::name_).from_float,      \
+     .vec_dot_type = DType::name_,                           \
+     .vec_dot = nullptr,                                     \
+     .vec_dot_scalar = nullptr},
 #include "loom/dtype.def"
 #undef LOOM_DTYPE
-}};
+    }};
+    quant::fill_legacy_traits(t);
+    quant::fill_k_traits(t);
+    return t;
+}();
 
 constexpr std::array<const char *, kOpCount> kOpNames = {{
 #define LOOM_OP(name, in_place) #name,

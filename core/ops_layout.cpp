@@ -92,8 +92,8 @@ Tensor *cont(Context &ctx, Tensor *a) {
 
 Tensor *cast(Context &ctx, Tensor *a, DType type) {
     require_not_null(Op::cpy, {a});
-    require(is_float_type(a->type) && is_float_type(type), Op::cpy, {a}, "cannot convert to {}",
-            dtype_name(type));
+    require(traits(a->type).to_float && traits(type).from_float, Op::cpy, {a},
+            "cannot convert to {}", dtype_name(type));
     Tensor *dst = ctx.new_tensor(type, std::span<const int64_t>(a->ne, kMaxDims));
     return cpy(ctx, a, dst);
 }
@@ -101,8 +101,14 @@ Tensor *cast(Context &ctx, Tensor *a, DType type) {
 Tensor *cpy(Context &ctx, Tensor *a, Tensor *b) {
     require_not_null(Op::cpy, {a, b});
     require(a->nelements() == b->nelements(), Op::cpy, {a, b}, "element counts differ");
-    require(a->type == b->type || (is_float_type(a->type) && is_float_type(b->type)), Op::cpy,
+    require(a->type == b->type || (traits(a->type).to_float && traits(b->type).from_float), Op::cpy,
             {a, b}, "no conversion between these dtypes");
+    if (traits(a->type).is_quantized || traits(b->type).is_quantized) {
+        // blocks convert whole rows: both sides need the same rows, contiguous
+        require(a->ne[0] == b->ne[0] && a->ne[1] == b->ne[1] && a->ne[2] == b->ne[2] &&
+                    a->rows_contiguous() && b->rows_contiguous(),
+                Op::cpy, {a, b}, "block formats copy whole contiguous rows of one shape");
+    }
     Tensor *t =
         make_view(ctx, b, Op::cpy, shape_of(b), {b->nb[0], b->nb[1], b->nb[2], b->nb[3]}, 0);
     t->src[0] = a;

@@ -21,6 +21,14 @@ void check_mask(Op op, const Tensor *scores_like, int64_t n_kv, int64_t n_q, int
             "mask dims 2, 3 must divide {} and {}", n_head, ne3);
 }
 
+// Float types, or block formats with a dot product (their rows must be contiguous; K, a's ne0,
+// is a whole number of blocks by construction).
+bool is_matmul_weight_type(const Tensor *a) {
+    if (is_float_type(a->type)) return true;
+    return traits(a->type).is_quantized && traits(a->type).vec_dot != nullptr &&
+           a->rows_contiguous();
+}
+
 }  // namespace
 
 Tensor *mul_mat(Context &ctx, Tensor *a, Tensor *b) {
@@ -28,7 +36,8 @@ Tensor *mul_mat(Context &ctx, Tensor *a, Tensor *b) {
     require(a->ne[0] == b->ne[0], Op::mul_mat, {a, b}, "inner dims differ");
     require(b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0, Op::mul_mat, {a, b},
             "b's dims 2 and 3 must be multiples of a's");
-    require(is_float_type(a->type), Op::mul_mat, {a, b}, "a must be F32, F16 or BF16");
+    require(is_matmul_weight_type(a), Op::mul_mat, {a, b},
+            "a must be F32, F16, BF16 or a block format with a dot product and contiguous rows");
     require(b->type == DType::F32, Op::mul_mat, {a, b}, "b must be F32");
     return new_result(ctx, Op::mul_mat, DType::F32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]},
                       {a, b});
@@ -36,8 +45,9 @@ Tensor *mul_mat(Context &ctx, Tensor *a, Tensor *b) {
 
 Tensor *mul_mat_id(Context &ctx, Tensor *as, Tensor *b, Tensor *ids) {
     require_not_null(Op::mul_mat_id, {as, b, ids});
-    require(is_float_type(as->type) && as->rows_contiguous(), Op::mul_mat_id, {as, b, ids},
-            "experts must be F32, F16 or BF16 with contiguous rows");
+    require(is_matmul_weight_type(as) && as->rows_contiguous(), Op::mul_mat_id, {as, b, ids},
+            "experts must be F32, F16, BF16 or a block format with a dot product, with contiguous "
+            "rows");
     require(b->type == DType::F32 && ids->type == DType::I32, Op::mul_mat_id, {as, b, ids},
             "b must be F32 and ids I32");
     require(as->ne[0] == b->ne[0] && as->ne[3] == 1 && b->ne[3] == 1, Op::mul_mat_id, {as, b, ids},

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/cpu/simd.h"
+#include "core/quant/legacy_formats.h"
 
 namespace loom::cpu::gemm {
 namespace {
@@ -310,13 +311,81 @@ void gemv_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch 
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Block-format weights: columns quantized to the vec_dot type, one vec_dot per output element.
+
+// Weight rows per tile: a tile (8 rows of at most a few KiB each) stays in L1 while every
+// quantized column passes by, so each weight row is read from memory once per job.
+constexpr int64_t kQuantRowTile = 8;
+
+bool has_block_dot(DType type) {
+    return traits(type).is_quantized && traits(type).vec_dot != nullptr;
+}
+
+// llama.cpp's CPU backend quantizes activations to Q8_0 / Q8_1 with routines of its own, not the
+// reference quantizer that writes files; other activation types use the reference.
+using Quantizer = void (*)(const float *, void *, int64_t);
+Quantizer activation_quantizer(DType type) {
+    if (type == DType::Q8_0) return quant::quantize_activations_q8_0;
+    if (type == DType::Q8_1) return quant::quantize_activations_q8_1;
+    return traits(type).from_float;
+}
+
+size_t quantized_column_bytes(DType a_type, int64_t k) {
+    return round_up(row_size(traits(a_type).vec_dot_type, k), 64);
+}
+
+// Scratch: K floats (a column gathered as F32), then the job's quantized columns.
+size_t quantized_work_size(DType a_type, int64_t k, int64_t max_n) {
+    return round_up(size_t(k) * sizeof(float), 64) +
+           size_t(max_n) * quantized_column_bytes(a_type, k);
+}
+
+void quantized_rows(const Job &job, int64_t K, int64_t mb, int64_t me, std::byte *work) {
+    const DTypeTraits &t = traits(job.a_type);
+    const Quantizer quantize_column = activation_quantizer(t.vec_dot_type);
+    auto *buf = reinterpret_cast<float *>(work);
+    std::byte *columns = work + round_up(size_t(K) * sizeof(float), 64);
+    const size_t column_bytes = quantized_column_bytes(job.a_type, K);
+    for (int64_t j = 0; j < job.n; ++j) {
+        const float *x = load_row(DType::F32, job.cols.b_row(j), job.cols.b_nb0, K, buf);
+        quantize_column(x, columns + size_t(j) * column_bytes, K);
+    }
+    // Groups of columns share each decoded weight block where the format has such a kernel.
+    const quant::DotColumns dot_columns = quant::legacy_dot_columns(job.a_type);
+    const int64_t group = dot_columns != nullptr ? quant::kMaxDotColumns : 1;
+    for (int64_t m0 = mb; m0 < me; m0 += kQuantRowTile) {
+        const int64_t m1 = std::min(me, m0 + kQuantRowTile);
+        for (int64_t j0 = 0; j0 < job.n; j0 += group) {
+            const int nc = int(std::min(group, job.n - j0));
+            const void *ys[quant::kMaxDotColumns];
+            float *d[quant::kMaxDotColumns];
+            for (int c = 0; c < nc; ++c) {
+                ys[c] = columns + size_t(j0 + c) * column_bytes;
+                d[c] = job.cols.dst_row(j0 + c);
+            }
+            for (int64_t m = m0; m < m1; ++m) {
+                const std::byte *row = job.a + size_t(m) * job.a_nb1;
+                float out[quant::kMaxDotColumns];
+                if (dot_columns != nullptr) {
+                    dot_columns(K, row, ys, nc, out);
+                } else {
+                    out[0] = t.vec_dot(K, row, ys[0]);
+                }
+                for (int c = 0; c < nc; ++c) d[c][m] = out[c];
+            }
+        }
+    }
+}
+
 }  // namespace
 
 const WeightOps &weight_ops(DType type) {
     return kWeightOps[size_t(type)];
 }
 
-size_t work_size(int64_t k, int64_t max_n) {
+size_t work_size(DType a_type, int64_t k, int64_t max_n) {
+    if (has_block_dot(a_type)) return quantized_work_size(a_type, k, max_n);
     const size_t kc = size_t(std::min(k, KC));
     size_t floats = round_up(size_t(1 + kGemvMaxN) * size_t(k), kFloatsPerLine);
     if (max_n > kGemvMaxN) {
@@ -347,6 +416,8 @@ void run(const ComputeParams &params, const Problem &problem, std::byte *work) {
             for (int64_t j = 0; j < job.n; ++j) {
                 std::fill(job.cols.dst_row(j) + mb, job.cols.dst_row(j) + me, 0.0f);
             }
+        } else if (has_block_dot(job.a_type)) {
+            quantized_rows(job, K, mb, me, work);
         } else if (job.n <= kGemvMaxN) {
             gemv_rows(job, K, mb, me, s);
         } else {

@@ -2,14 +2,19 @@
 // The matrix-product engine behind mul_mat and mul_mat_id (core/cpu/gemm.cpp).
 //
 // A product is a list of jobs that share M and K. Each job multiplies one weight matrix `a`
-// (M rows of K elements, any float dtype, any strides) by N columns of F32 activations (rows of
-// b, K elements each) and writes N rows of M floats. Columns are addressed through Columns, so a
-// job can gather arbitrary rows of b and scatter to arbitrary rows of dst (mul_mat_id's expert
-// groups) as well as plain strided ones (mul_mat's batches).
+// (M rows of K elements: a float dtype with any strides, or a block format with contiguous rows)
+// by N columns of F32 activations (rows of b, K elements each) and writes N rows of M floats.
+// Columns are addressed through Columns, so a job can gather arbitrary rows of b and scatter to
+// arbitrary rows of dst (mul_mat_id's expert groups) as well as plain strided ones (mul_mat's
+// batches).
 //
-// Two paths, chosen per job from N alone:
+// Float weights take one of two paths, chosen per job from N alone:
 //   N <= kGemvMaxN  matrix-vector: each weight row is streamed once and dotted with every column.
 //   N >  kGemvMaxN  packed, cache-blocked GEMM with a register-blocked micro-kernel.
+// Block-format weights (traits(type).vec_dot set; rows contiguous) compute as llama.cpp does, for
+// every N: each column is quantized to traits(type).vec_dot_type, then every output element is
+// traits(type).vec_dot of a weight row and a quantized column (the legacy formats dot a weight
+// row with up to 4 columns at once, bit for bit the same), so it does not depend on N.
 //
 // Determinism: threads split the work only along M, in whole MR-row panels (and across jobs);
 // the order in which an output element's K terms are summed depends on K, the block sizes and
@@ -24,8 +29,7 @@ namespace loom::cpu::gemm {
 // Jobs with at most this many columns take the matrix-vector path.
 inline constexpr int64_t kGemvMaxN = 4;
 
-// How a weight dtype is read. A new weight type (a quantized block format) plugs in with one
-// entry here plus traits(type).to_float, which packing uses on KC-long row segments.
+// How a float weight dtype is read (block formats go through their traits' vec_dot instead).
 struct WeightOps {
     // out[c] = sum_i row[i] * x[c][i] for c < nx (1 <= nx <= kGemvMaxN); row's elements are
     // contiguous, each x[c] is n contiguous floats.
@@ -76,10 +80,12 @@ struct Problem {
     const void *ctx = nullptr;
 };
 
-// Scratch bytes one thread needs for jobs of up to max_n columns (64-byte multiple).
-size_t work_size(int64_t k, int64_t max_n);
+// Scratch bytes one thread needs for jobs of up to max_n columns with weights of a_type (64-byte
+// multiple).
+size_t work_size(DType a_type, int64_t k, int64_t max_n);
 
-// Runs this thread's share of the problem. `work` is 64-byte aligned, work_size(k, max_n) bytes.
+// Runs this thread's share of the problem. `work` is 64-byte aligned, work_size(a_type, k, max_n)
+// bytes.
 void run(const ComputeParams &params, const Problem &problem, std::byte *work);
 
 }  // namespace loom::cpu::gemm

@@ -37,8 +37,10 @@ void compute_get_rows(const ComputeParams &p, Tensor *dst) {
 
 bool supports_get_rows(const Tensor *dst) {
     const Tensor *src = dst->src[0];
-    // non-contiguous integer rows would need a strided byte copy; nothing produces them
-    return src->type != DType::I32 || src->rows_contiguous();
+    // Integer rows would need a strided byte copy (nothing produces them); block formats
+    // decode whole contiguous rows only.
+    const bool whole_rows = src->type == DType::I32 || traits(src->type).is_quantized;
+    return !whole_rows || src->rows_contiguous();
 }
 
 void compute_set_rows(const ComputeParams &p, Tensor *dst) {

@@ -49,6 +49,11 @@ void copy_elements(const ComputeParams &p, const Tensor *src, Tensor *dst) {
 
 bool supports_copy(const Tensor *dst) {
     const Tensor *src = dst->src[0];
+    if (traits(src->type).is_quantized || traits(dst->type).is_quantized) {
+        // block formats convert whole rows only
+        return src->ne[0] == dst->ne[0] && src->ne[1] == dst->ne[1] && src->ne[2] == dst->ne[2] &&
+               src->rows_contiguous() && dst->rows_contiguous();
+    }
     return src->type == dst->type || (traits(src->type).to_float && traits(dst->type).from_float);
 }
 
@@ -71,9 +76,26 @@ void copy_raw(const ComputeParams &p, const Tensor *src, Tensor *dst) {
     }
 }
 
+// Same type and rows: rows are copied as bytes (block formats are not re-quantized).
+bool copies_rows_verbatim(const Tensor *src, const Tensor *dst) {
+    return src->type == dst->type && src->ne[0] == dst->ne[0] && src->ne[1] == dst->ne[1] &&
+           src->ne[2] == dst->ne[2] && src->rows_contiguous() && dst->rows_contiguous();
+}
+
+void copy_rows(const ComputeParams &p, const Tensor *src, Tensor *dst) {
+    const size_t bytes = row_size(dst->type, dst->ne[0]);
+    const Range rows = split_range(dst->nrows(), p.ith, p.nth);
+    for (int64_t r = rows.begin; r < rows.end; ++r) {
+        const RowIndex i = unravel_row(r, dst);
+        std::memcpy(dst->row_ptr(i.i1, i.i2, i.i3), src->row_ptr(i.i1, i.i2, i.i3), bytes);
+    }
+}
+
 void compute_copy(const ComputeParams &p, Tensor *dst) {
     const Tensor *src = dst->src[0];
-    if (traits(src->type).to_float == nullptr) {
+    if (copies_rows_verbatim(src, dst)) {
+        copy_rows(p, src, dst);
+    } else if (traits(src->type).to_float == nullptr) {
         copy_raw(p, src, dst);
     } else {
         copy_elements(p, src, dst);

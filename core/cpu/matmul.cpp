@@ -13,9 +13,10 @@ std::byte *bytes(void *p) {
 }
 
 bool is_weight_type(const Tensor *a) {
-    if (gemm::weight_ops(a->type).dot == nullptr) return false;
     // A block format cannot be read with an element stride; plain types are gathered.
-    return !traits(a->type).is_quantized || a->rows_contiguous();
+    if (traits(a->type).is_quantized)
+        return traits(a->type).vec_dot != nullptr && a->rows_contiguous();
+    return gemm::weight_ops(a->type).dot != nullptr;
 }
 
 bool writes_f32_rows(const Tensor *dst) {
@@ -60,7 +61,7 @@ bool mul_mat_supports(const Tensor *dst) {
 }
 
 size_t mul_mat_work_size(const Tensor *dst) {
-    return gemm::work_size(dst->src[0]->ne[0], dst->src[1]->ne[1]);
+    return gemm::work_size(dst->src[0]->type, dst->src[0]->ne[0], dst->src[1]->ne[1]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -173,7 +174,8 @@ bool mul_mat_id_supports(const Tensor *dst) {
 size_t mul_mat_id_work_size(const Tensor *dst) {
     const Tensor *ids = dst->src[2];
     // One expert may take every pair.
-    return id_ints_bytes(dst) + gemm::work_size(dst->src[0]->ne[0], ids->ne[0] * ids->ne[1]);
+    return id_ints_bytes(dst) +
+           gemm::work_size(dst->src[0]->type, dst->src[0]->ne[0], ids->ne[0] * ids->ne[1]);
 }
 
 }  // namespace

@@ -36,8 +36,15 @@ struct DTypeTraits {
     size_t type_size;    // bytes per block
     bool is_quantized;
     // Row conversions of n elements (n a multiple of block_size). Null for integer types.
+    // For block formats from_float is the reference quantizer (the bytes llama.cpp writes).
     void (*to_float)(const void *src, float *dst, int64_t n);
     void (*from_float)(const float *src, void *dst, int64_t n);
+    // Block formats: the dot product of a row of this type with a row of vec_dot_type (the
+    // activations quantized on the fly, as llama.cpp does), n elements. vec_dot uses the
+    // build's SIMD; vec_dot_scalar is the plain reference it is tested against.
+    DType vec_dot_type;
+    float (*vec_dot)(int64_t n, const void *x, const void *y);
+    float (*vec_dot_scalar)(int64_t n, const void *x, const void *y);
 };
 
 const DTypeTraits &traits(DType type);

@@ -2,6 +2,7 @@
 #include "tests/core/op_harness.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -153,24 +154,10 @@ const char *layout_tag(Layout layout) {
     return "";
 }
 
-const char *dtype_tag(DType type) {
-    switch (type) {
-        case DType::F32:
-            return "f32";
-        case DType::F16:
-            return "f16";
-        case DType::BF16:
-            return "bf16";
-        case DType::I8:
-            return "i8";
-        case DType::I16:
-            return "i16";
-        case DType::I32:
-            return "i32";
-        case DType::I64:
-            return "i64";
-    }
-    return "unknown";
+std::string dtype_tag(DType type) {
+    std::string tag = dtype_name(type);
+    for (char &c : tag) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return tag;
 }
 
 std::string shape_tag(const Shape4 &ne) {
@@ -214,6 +201,8 @@ void CaseEnv::set(Tensor *x, int64_t i0, int64_t i1, int64_t i2, int64_t i3, dou
             std::memcpy(p, &i, sizeof i);
             break;
         }
+        default:  // block formats have no single elements to set
+            ADD_FAILURE() << "no element setter for " << dtype_name(x->type);
     }
 }
 

@@ -32,7 +32,7 @@ enum class Layout {
     strided,     // a view at an offset inside a larger tensor, with padded rows and planes
 };
 const char *layout_tag(Layout layout);
-const char *dtype_tag(DType type);        // "f32", "f16", ...
+std::string dtype_tag(DType type);        // "f32", "f16", ...
 std::string shape_tag(const Shape4 &ne);  // "17x3x2x1"
 
 // What a case's builder and reference share.

@@ -97,6 +97,8 @@ double get(const Tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
             std::memcpy(&v, p, sizeof v);
             return double(v);
         }
+        default:  // block formats have no single elements; NaN fails any comparison
+            break;
     }
     return std::numeric_limits<double>::quiet_NaN();
 }

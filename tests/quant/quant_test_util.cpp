@@ -1,0 +1,41 @@
+#include "tests/quant/quant_test_util.h"
+
+#include <cmath>
+#include <random>
+
+namespace loom::quant_test {
+
+std::vector<float> random_row(int64_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float &v : x) v = normal(rng);
+    return x;
+}
+
+std::vector<std::byte> quantize(DType type, const std::vector<float> &x) {
+    std::vector<std::byte> q(row_size(type, int64_t(x.size())));
+    traits(type).from_float(x.data(), q.data(), int64_t(x.size()));
+    return q;
+}
+
+std::vector<float> dequantize(DType type, const std::vector<std::byte> &q, int64_t n) {
+    std::vector<float> x(static_cast<size_t>(n));
+    traits(type).to_float(q.data(), x.data(), n);
+    return x;
+}
+
+double normalized_rmse(const std::vector<float> &x, const std::vector<float> &y) {
+    double err = 0.0, ref = 0.0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        err += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
+        ref += double(x[i]) * x[i];
+    }
+    return std::sqrt(err / ref);
+}
+
+std::filesystem::path fixtures_dir() {
+    return std::filesystem::path(LOOM_SOURCE_DIR).parent_path() / "shared" / "fixtures";
+}
+
+}  // namespace loom::quant_test

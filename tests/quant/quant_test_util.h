@@ -1,0 +1,26 @@
+#pragma once
+// Helpers shared by the block-format tests: random rows, quantize / dequantize through the traits
+// table, and where the llama.cpp fixtures live.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "loom/tensor.h"
+
+namespace loom::quant_test {
+
+// n normally distributed floats (mean 0, sd 1), the same for a given seed.
+std::vector<float> random_row(int64_t n, uint32_t seed);
+
+// Through traits(type).from_float / to_float; n a multiple of the block size.
+std::vector<std::byte> quantize(DType type, const std::vector<float> &x);
+std::vector<float> dequantize(DType type, const std::vector<std::byte> &q, int64_t n);
+
+// sqrt(mean((x - y)^2)) / sqrt(mean(x^2)).
+double normalized_rmse(const std::vector<float> &x, const std::vector<float> &y);
+
+// ../shared/fixtures beside the repository.
+std::filesystem::path fixtures_dir();
+
+}  // namespace loom::quant_test
