@@ -1,6 +1,5 @@
 // Q8_0 / Q8_1 activation quantizers with the arithmetic of ggml's AVX2 quantize_row_q8_0/_1,
 // which produced llama.cpp's reference numbers.
-#pragma GCC optimize("fp-contract=off")  // one rounding per operation, as written
 
 #include <algorithm>
 #include <cmath>
