@@ -1,4 +1,4 @@
-// mul_mat, mul_mat_id and get_rows with legacy block-format weights on the CPU backend.
+// mul_mat, mul_mat_id and get_rows with block-format weights (legacy and K) on the CPU backend.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,7 +16,8 @@ using quant_test::dequantize;
 using quant_test::quantize;
 using quant_test::random_row;
 
-const DType kWeightTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0};
+const DType kWeightTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                              DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 // A [K, rows] tensor of `type` in ctx holding quantized N(0, 1) values.
 Tensor *random_weights(Context &ctx, DType type, int64_t K, int64_t rows, uint32_t seed) {
@@ -44,8 +45,13 @@ std::vector<float> run(Context &ctx, Tensor *out, int n_threads) {
 // A column as mul_mat quantizes it: with llama.cpp's CPU activation quantizers.
 std::vector<std::byte> quantize_column(DType act, const float *column, int64_t K) {
     std::vector<std::byte> q(row_size(act, K));
-    if (act == DType::Q8_0) quant::quantize_activations_q8_0(column, q.data(), K);
-    if (act == DType::Q8_1) quant::quantize_activations_q8_1(column, q.data(), K);
+    if (act == DType::Q8_0) {
+        quant::quantize_activations_q8_0(column, q.data(), K);
+    } else if (act == DType::Q8_1) {
+        quant::quantize_activations_q8_1(column, q.data(), K);
+    } else {
+        traits(act).from_float(column, q.data(), K);  // Q8_K: the reference, as mul_mat uses
+    }
     return q;
 }
 
@@ -56,9 +62,9 @@ float expected_element(const Tensor *a, int64_t m, const float *column) {
     return t.vec_dot(a->ne[0], a->row_ptr(m), qy.data());
 }
 
-class LegacyMatMul : public ::testing::TestWithParam<DType> {};
+class BlockMatMul : public ::testing::TestWithParam<DType> {};
 
-TEST_P(LegacyMatMul, MatchesDequantizedReference) {
+TEST_P(BlockMatMul, MatchesDequantizedReference) {
     const DType type = GetParam();
     const int64_t K = 256, M = 37;  // M: not a multiple of any row tile
     for (int64_t n : {1, 2, 7, 32, 100}) {
@@ -97,9 +103,9 @@ TEST_P(LegacyMatMul, MatchesDequantizedReference) {
     }
 }
 
-TEST_P(LegacyMatMul, ExpertsFromIds) {
+TEST_P(BlockMatMul, ExpertsFromIds) {
     const DType type = GetParam();
-    const int64_t K = 96, M = 19, n_expert = 4, n_used = 2, n_tokens = 5;
+    const int64_t K = 3 * traits(type).block_size, M = 19, n_expert = 4, n_used = 2, n_tokens = 5;
     Context ctx({.mem_size = 8u << 20});
     Tensor *experts = ctx.new_tensor(type, {K, M, n_expert});
     const std::vector<std::byte> q = quantize(type, random_row(K * M * n_expert, 3));
@@ -128,9 +134,9 @@ TEST_P(LegacyMatMul, ExpertsFromIds) {
     }
 }
 
-TEST_P(LegacyMatMul, GetRowsDequantizes) {
+TEST_P(BlockMatMul, GetRowsDequantizes) {
     const DType type = GetParam();
-    const int64_t K = 64, rows = 6;
+    const int64_t K = 2 * traits(type).block_size, rows = 6;
     Context ctx({.mem_size = 1u << 20});
     Tensor *a = random_weights(ctx, type, K, rows, 5);
     Tensor *idx = ctx.new_tensor(DType::I32, {3});
@@ -144,11 +150,11 @@ TEST_P(LegacyMatMul, GetRowsDequantizes) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, LegacyMatMul, ::testing::ValuesIn(kWeightTypes),
+INSTANTIATE_TEST_SUITE_P(Types, BlockMatMul, ::testing::ValuesIn(kWeightTypes),
                          [](const auto &info) { return std::string(dtype_name(info.param)); });
 
 // Q8_1 is an activation format: it has no dot product, so it cannot be a weight.
-TEST(LegacyMatMulBuilder, RejectsTypesWithoutDot) {
+TEST(BlockMatMulBuilder, RejectsTypesWithoutDot) {
     Context ctx({.mem_size = 1u << 20});
     Tensor *a = ctx.new_tensor(DType::Q8_1, {64, 4});
     Tensor *b = ctx.new_tensor(DType::F32, {64, 2});
