@@ -4,12 +4,20 @@
 //                                    (Context, mul_mat, new_graph, CpuBackend::graph_compute)
 //   fma_peak/threads:<t>             register-blocked FMAs on the widest vectors of the build
 //   naive_matmul_512                 a plain triple loop, next to mul_mat/f32/512 for the ratio
+//   read_bw/threads:<t>              a streaming sum over 1 GiB: the machine's read bandwidth
+//   mul_mat/<type>_n<N>/threads:<t>  block formats (Q4_0, Q8_0, Q4_K, Q6_K) next to F16, same shape
+//   mul_mat/<type>_n1_dram/...       weights of at least 128 MiB ([4096, M]), past the 48 MiB L3
 //
 // GFLOPS counts 2 * M * N * K per product; GB/s (N = 1) counts the weight bytes read.
+// %peak (N > 1) divides GFLOPS by fma_peak at the same thread count, %bw (N = 1) divides GB/s by
+// read_bw at the same thread count; both need those cases to have run first in the same process.
 // Run: make bench   (or build/release/bench/loom-bench-matmul --benchmark_counters_tabular=true)
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/cpu/threadpool.h"
@@ -23,6 +31,10 @@
 namespace {
 
 using namespace loom;
+
+// Measured by fma_peak and read_bw earlier in the same run, per thread count (0: not measured).
+double g_fma_gflops[3] = {};
+double g_read_gbps[3] = {};
 
 // Deterministic values in [-1, 1) (xorshift), so runs are comparable.
 void fill_random(Tensor *t, uint32_t seed) {
@@ -42,29 +54,73 @@ void set_flops(benchmark::State &state, double flops_per_iter) {
         flops_per_iter * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+// Fills the block-format or plain weight a [K, M]: rows [0, kChunkRows) are random values put
+// through traits(type).from_float, the rest copies of them (quantizing hundreds of MiB with the
+// reference K-quant fitters would take minutes; the kernels' speed does not depend on the values).
+constexpr int64_t kChunkRows = 512;
+void fill_weight(Tensor *a, uint32_t seed) {
+    const int64_t K = a->ne[0], M = a->ne[1];
+    const size_t row_bytes = row_size(a->type, K);
+    const int64_t rows = std::min(M, kChunkRows);
+    std::vector<float> v(size_t(K * rows));
+    uint32_t x = seed;
+    for (float &f : v) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        f = float(x) * 0x1p-31f - 1.0f;
+    }
+    auto *data = static_cast<char *>(a->data);
+    traits(a->type).from_float(v.data(), data, K * rows);
+    for (int64_t r = rows; r < M; r += rows) {
+        std::memcpy(data + size_t(r) * row_bytes, data, size_t(std::min(rows, M - r)) * row_bytes);
+    }
+}
+
+// Rates for the ratio counters, from the loop's own wall clock (the framework's kIsRate
+// counters are divided by its time only after the function returns).
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int thread_slot(const benchmark::State &state) {
+    return int(std::clamp<int64_t>(state.range(0), 0, 2));
+}
+
 // a [K, M] of `type` · b F32 [K, N] on state.range(0) threads.
 void bm_mul_mat(benchmark::State &state, DType type, int64_t K, int64_t M, int64_t N) {
-    const size_t bytes = size_t(K * M) * traits(type).type_size + size_t(K * N + M * N) * 4;
+    const size_t bytes = row_size(type, K) * size_t(M) + size_t(K * N + M * N) * 4;
     Context ctx({.mem_size = bytes + (4u << 20)});
     Tensor *a = ctx.new_tensor(type, {K, M});  // the weight
     Tensor *b = ctx.new_tensor(DType::F32, {K, N});
-    fill_random(a, 1);
+    fill_weight(a, 1);
     fill_random(b, 2);
     Tensor *out = mul_mat(ctx, a, b);  // F32 [M, N]
     Graph *graph = new_graph(ctx);
     build_forward_expand(graph, out);
     CpuBackend backend(int(state.range(0)));
     backend.graph_compute(*graph);  // warm-up: scratch allocation, caches
+    const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) {
         backend.graph_compute(*graph);
         benchmark::DoNotOptimize(out->data);
         benchmark::ClobberMemory();
     }
-    set_flops(state, 2.0 * double(M) * double(N) * double(K));
+    const double seconds = seconds_since(start), iters = double(state.iterations());
+    const double flops = 2.0 * double(M) * double(N) * double(K);
+    set_flops(state, flops);
+    const int slot = thread_slot(state);
     if (N == 1) {
-        const double weight_bytes = double(K * M) * double(traits(type).type_size);
-        state.counters["GB/s"] = benchmark::Counter(
-            weight_bytes * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
+        const double weight_bytes = double(row_size(type, K)) * double(M);
+        state.counters["GB/s"] =
+            benchmark::Counter(weight_bytes * 1e-9 * iters, benchmark::Counter::kIsRate);
+        state.counters["MiB"] = weight_bytes / double(1 << 20);
+        if (g_read_gbps[slot] > 0.0) {
+            state.counters["%bw"] =
+                100.0 * weight_bytes * iters * 1e-9 / seconds / g_read_gbps[slot];
+        }
+    } else if (g_fma_gflops[slot] > 0.0) {
+        state.counters["%peak"] = 100.0 * flops * iters * 1e-9 / seconds / g_fma_gflops[slot];
     }
 }
 
@@ -131,11 +187,68 @@ void bm_fma_peak(benchmark::State &state) {
     const int n_threads = int(state.range(0));
     cpu::ThreadPool pool(n_threads);  // the pool CpuBackend runs kernels on
     std::vector<float> sink(static_cast<size_t>(n_threads));
+    const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) {
         pool.run([&](int ith) { sink[size_t(ith)] = fma_loop(float(ith)); });
         benchmark::DoNotOptimize(sink.data());
     }
-    set_flops(state, 2.0 * kLanes * kChains * double(kSteps) * n_threads);
+    const double flops = 2.0 * kLanes * kChains * double(kSteps) * n_threads;
+    g_fma_gflops[thread_slot(state)] =
+        flops * double(state.iterations()) * 1e-9 / seconds_since(start);
+    set_flops(state, flops);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read bandwidth: every thread sums its contiguous share of a 1 GiB buffer with kChains
+// independent vector accumulators (adds only; the loads are the bottleneck).
+
+constexpr size_t kReadBytes = size_t(1) << 30;
+
+float sum_floats(const float *p, size_t n) {
+    Vec acc[8];
+    for (Vec &v : acc) v = splat(0.0f);
+    size_t i = 0;
+    for (; i + 8 * kLanes <= n; i += 8 * kLanes) {
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) {
+            Vec v;
+            std::memcpy(&v, p + i + size_t(c) * kLanes, sizeof(Vec));
+            acc[c] = acc[c] + v;
+        }
+    }
+    float s = 0.0f;
+    for (Vec &v : acc) s += first_lane(v);
+    for (; i < n; ++i) s += p[i];
+    return s;
+}
+
+void bm_read_bw(benchmark::State &state) {
+    const int n_threads = int(state.range(0));
+    const size_t n = kReadBytes / sizeof(float);
+    std::vector<float> buf(n);
+    cpu::ThreadPool pool(n_threads);
+    // First touch by the threads that read, then one untimed pass.
+    pool.run([&](int ith) {
+        const size_t b = n * size_t(ith) / size_t(n_threads),
+                     e = n * size_t(ith + 1) / size_t(n_threads);
+        for (size_t i = b; i < e; ++i) buf[i] = float(i & 1023) * 1e-3f;
+    });
+    std::vector<float> sink(static_cast<size_t>(n_threads));
+    auto pass = [&] {
+        pool.run([&](int ith) {
+            const size_t b = n * size_t(ith) / size_t(n_threads);
+            const size_t e = n * size_t(ith + 1) / size_t(n_threads);
+            sink[size_t(ith)] = sum_floats(buf.data() + b, e - b);
+        });
+        benchmark::DoNotOptimize(sink.data());
+    };
+    pass();
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) pass();
+    g_read_gbps[thread_slot(state)] =
+        double(kReadBytes) * double(state.iterations()) * 1e-9 / seconds_since(start);
+    state.counters["GB/s"] = benchmark::Counter(
+        double(kReadBytes) * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -163,9 +276,24 @@ void bm_naive_matmul(benchmark::State &state) {
 
 constexpr int64_t kDim = 4096;
 
+// Rows M for the DRAM-sized matrix-vector cases: the least multiple of 4096 whose [4096, M]
+// weight holds at least 128 MiB, far past the 48 MiB L3.
+int64_t dram_rows(DType type) {
+    const size_t row = row_size(type, kDim), want = size_t(128) << 20;
+    const int64_t rows = int64_t((want + row - 1) / row);
+    return (rows + kDim - 1) / kDim * kDim;
+}
+
 }  // namespace
 
 BENCHMARK(bm_fma_peak)->Name("fma_peak")->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(bm_read_bw)
+    ->Name("read_bw")
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 #define LOOM_BENCH_MUL_MAT(label, type, k, m, n)               \
     BENCHMARK_CAPTURE(bm_mul_mat, label, DType::type, k, m, n) \
@@ -181,6 +309,22 @@ LOOM_BENCH_MUL_MAT(f16_n1, F16, kDim, kDim, 1);
 LOOM_BENCH_MUL_MAT(f32_n512, F32, kDim, kDim, 512);
 LOOM_BENCH_MUL_MAT(f16_n512, F16, kDim, kDim, 512);
 LOOM_BENCH_MUL_MAT(f32_512x512x512, F32, 512, 512, 512);
+
+// Block formats next to F16: [4096, 4096] at n = 1 (fits the L3) and n = 512, then n = 1 on a
+// weight of at least 128 MiB, which streams from DRAM.
+LOOM_BENCH_MUL_MAT(q4_0_n1, Q4_0, kDim, kDim, 1);
+LOOM_BENCH_MUL_MAT(q8_0_n1, Q8_0, kDim, kDim, 1);
+LOOM_BENCH_MUL_MAT(q4_k_n1, Q4_K, kDim, kDim, 1);
+LOOM_BENCH_MUL_MAT(q6_k_n1, Q6_K, kDim, kDim, 1);
+LOOM_BENCH_MUL_MAT(q4_0_n512, Q4_0, kDim, kDim, 512);
+LOOM_BENCH_MUL_MAT(q8_0_n512, Q8_0, kDim, kDim, 512);
+LOOM_BENCH_MUL_MAT(q4_k_n512, Q4_K, kDim, kDim, 512);
+LOOM_BENCH_MUL_MAT(q6_k_n512, Q6_K, kDim, kDim, 512);
+LOOM_BENCH_MUL_MAT(f16_n1_dram, F16, kDim, dram_rows(DType::F16), 1);
+LOOM_BENCH_MUL_MAT(q4_0_n1_dram, Q4_0, kDim, dram_rows(DType::Q4_0), 1);
+LOOM_BENCH_MUL_MAT(q8_0_n1_dram, Q8_0, kDim, dram_rows(DType::Q8_0), 1);
+LOOM_BENCH_MUL_MAT(q4_k_n1_dram, Q4_K, kDim, dram_rows(DType::Q4_K), 1);
+LOOM_BENCH_MUL_MAT(q6_k_n1_dram, Q6_K, kDim, dram_rows(DType::Q6_K), 1);
 
 BENCHMARK(bm_naive_matmul)
     ->Name("naive_matmul_512")
