@@ -20,13 +20,10 @@
 #include <cstring>
 #include <vector>
 
+#include "core/cpu/simd.h"
 #include "core/cpu/threadpool.h"
 #include "loom/core.h"
 #include "loom/cpu.h"
-
-#if defined(__AVX512F__) || defined(__FMA__)
-#include <immintrin.h>
-#endif
 
 namespace {
 
@@ -128,43 +125,11 @@ void bm_mul_mat(benchmark::State &state, DType type, int64_t K, int64_t M, int64
 // FMA peak: kChains independent accumulators (an FMA's 4-cycle latency on two ports needs at
 // least 8 in flight), each updated kSteps times per call, on the build's widest vectors.
 
-#if defined(__AVX512F__)
-using Vec = __m512;
-constexpr int kLanes = 16;
-inline Vec fma_op(Vec a, Vec b, Vec c) {
-    return _mm512_fmadd_ps(a, b, c);
-}
-inline Vec splat(float x) {
-    return _mm512_set1_ps(x);
-}
-inline float first_lane(Vec v) {
-    return _mm512_cvtss_f32(v);
-}
-#elif defined(__FMA__)
-using Vec = __m256;
-constexpr int kLanes = 8;
-inline Vec fma_op(Vec a, Vec b, Vec c) {
-    return _mm256_fmadd_ps(a, b, c);
-}
-inline Vec splat(float x) {
-    return _mm256_set1_ps(x);
-}
-inline float first_lane(Vec v) {
-    return _mm256_cvtss_f32(v);
-}
-#else
-typedef float Vec __attribute__((vector_size(16)));
-constexpr int kLanes = 4;
-inline Vec fma_op(Vec a, Vec b, Vec c) {
-    return a * b + c;
-}  // no FMA: mul + add
-inline Vec splat(float x) {
-    return Vec{} + x;
-}
-inline float first_lane(Vec v) {
-    return v[0];
-}
-#endif
+using cpu::simd::fmadd;
+using cpu::simd::load;
+using cpu::simd::splat;
+using cpu::simd::VL;
+using Vec = cpu::simd::vf;
 
 constexpr int kChains = 16;
 constexpr int64_t kSteps = 1 << 20;
@@ -176,10 +141,10 @@ float fma_loop(float seed) {
     const Vec mul = splat(0.999999f), add = splat(1e-6f);
     for (int64_t s = 0; s < kSteps; ++s) {
 #pragma GCC unroll 16
-        for (int i = 0; i < kChains; ++i) acc[i] = fma_op(acc[i], mul, add);
+        for (int i = 0; i < kChains; ++i) acc[i] = fmadd(acc[i], mul, add);
     }
     float sum = 0.0f;
-    for (int i = 0; i < kChains; ++i) sum += first_lane(acc[i]);
+    for (int i = 0; i < kChains; ++i) sum += acc[i][0];
     return sum;
 }
 
@@ -192,7 +157,7 @@ void bm_fma_peak(benchmark::State &state) {
         pool.run([&](int ith) { sink[size_t(ith)] = fma_loop(float(ith)); });
         benchmark::DoNotOptimize(sink.data());
     }
-    const double flops = 2.0 * kLanes * kChains * double(kSteps) * n_threads;
+    const double flops = 2.0 * VL * kChains * double(kSteps) * n_threads;
     g_fma_gflops[thread_slot(state)] =
         flops * double(state.iterations()) * 1e-9 / seconds_since(start);
     set_flops(state, flops);
@@ -208,16 +173,14 @@ float sum_floats(const float *p, size_t n) {
     Vec acc[8];
     for (Vec &v : acc) v = splat(0.0f);
     size_t i = 0;
-    for (; i + 8 * kLanes <= n; i += 8 * kLanes) {
+    for (; i + 8 * VL <= n; i += 8 * VL) {
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) {
-            Vec v;
-            std::memcpy(&v, p + i + size_t(c) * kLanes, sizeof(Vec));
-            acc[c] = acc[c] + v;
+            acc[c] = acc[c] + load(p + i + size_t(c) * VL);
         }
     }
     float s = 0.0f;
-    for (Vec &v : acc) s += first_lane(v);
+    for (Vec &v : acc) s += v[0];
     for (; i < n; ++i) s += p[i];
     return s;
 }
