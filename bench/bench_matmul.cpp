@@ -18,10 +18,12 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/cpu/simd.h"
 #include "core/cpu/threadpool.h"
+#include "loom/backend.h"
 #include "loom/core.h"
 #include "loom/cpu.h"
 
@@ -51,13 +53,12 @@ void set_flops(benchmark::State &state, double flops_per_iter) {
         flops_per_iter * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-// Fills the block-format or plain weight a [K, M]: rows [0, kChunkRows) are random values put
-// through traits(type).from_float, the rest copies of them (quantizing hundreds of MiB with the
-// reference K-quant fitters would take minutes; the kernels' speed does not depend on the values).
+// The bytes of a weight [K, M] of `type`: rows [0, kChunkRows) are random values put through
+// traits(type).from_float, the rest copies of them (quantizing hundreds of MiB with the reference
+// K-quant fitters would take minutes; the kernels' speed does not depend on the values).
 constexpr int64_t kChunkRows = 512;
-void fill_weight(Tensor *a, uint32_t seed) {
-    const int64_t K = a->ne[0], M = a->ne[1];
-    const size_t row_bytes = row_size(a->type, K);
+std::vector<std::byte> weight_bytes(DType type, int64_t K, int64_t M, uint32_t seed) {
+    const size_t row_bytes = row_size(type, K);
     const int64_t rows = std::min(M, kChunkRows);
     std::vector<float> v(size_t(K * rows));
     uint32_t x = seed;
@@ -67,11 +68,13 @@ void fill_weight(Tensor *a, uint32_t seed) {
         x ^= x << 5;
         f = float(x) * 0x1p-31f - 1.0f;
     }
-    auto *data = static_cast<char *>(a->data);
-    traits(a->type).from_float(v.data(), data, K * rows);
+    std::vector<std::byte> data(row_bytes * size_t(M));
+    traits(type).from_float(v.data(), data.data(), K * rows);
     for (int64_t r = rows; r < M; r += rows) {
-        std::memcpy(data + size_t(r) * row_bytes, data, size_t(std::min(rows, M - r)) * row_bytes);
+        std::memcpy(data.data() + size_t(r) * row_bytes, data.data(),
+                    size_t(std::min(rows, M - r)) * row_bytes);
     }
+    return data;
 }
 
 // Rates for the ratio counters, from the loop's own wall clock (the framework's kIsRate
@@ -84,13 +87,24 @@ int thread_slot(const benchmark::State &state) {
     return int(std::clamp<int64_t>(state.range(0), 0, 2));
 }
 
+// Where the weight lives: cpu_repack_buffer_type(), as a model's weights do (block formats with
+// integer kernels are stored interleaved), or plain host memory in the file's layout.
+enum class Weights { repacked, plain };
+
 // a [K, M] of `type` · b F32 [K, N] on state.range(0) threads.
-void bm_mul_mat(benchmark::State &state, DType type, int64_t K, int64_t M, int64_t N) {
-    const size_t bytes = row_size(type, K) * size_t(M) + size_t(K * N + M * N) * 4;
-    Context ctx({.mem_size = bytes + (4u << 20)});
-    Tensor *a = ctx.new_tensor(type, {K, M});  // the weight
+void bm_mul_mat(benchmark::State &state, DType type, int64_t K, int64_t M, int64_t N,
+                Weights weights = Weights::repacked) {
+    Context weight_ctx({.mem_size = 1u << 16, .no_alloc = true});
+    Tensor *a = weight_ctx.new_tensor(type, {K, M});
+    Tensor *const placed[] = {a};
+    const std::unique_ptr<Buffer> buffer = place_tensors(
+        weights == Weights::repacked ? cpu_repack_buffer_type() : host_buffer_type(), placed);
+    {
+        const std::vector<std::byte> bytes = weight_bytes(type, K, M, 1);
+        buffer->set_tensor(a, bytes.data(), 0, bytes.size());
+    }
+    Context ctx({.mem_size = size_t(K * N + M * N) * 4 + (4u << 20)});
     Tensor *b = ctx.new_tensor(DType::F32, {K, N});
-    fill_weight(a, 1);
     fill_random(b, 2);
     Tensor *out = mul_mat(ctx, a, b);  // F32 [M, N]
     Graph *graph = new_graph(ctx);
@@ -258,13 +272,13 @@ BENCHMARK(bm_read_bw)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-#define LOOM_BENCH_MUL_MAT(label, type, k, m, n)               \
-    BENCHMARK_CAPTURE(bm_mul_mat, label, DType::type, k, m, n) \
-        ->Name("mul_mat/" #label)                              \
-        ->ArgName("threads")                                   \
-        ->Arg(1)                                               \
-        ->Arg(2)                                               \
-        ->UseRealTime()                                        \
+#define LOOM_BENCH_MUL_MAT(label, type, k, m, n, ...)                         \
+    BENCHMARK_CAPTURE(bm_mul_mat, label, DType::type, k, m, n, ##__VA_ARGS__) \
+        ->Name("mul_mat/" #label)                                             \
+        ->ArgName("threads")                                                  \
+        ->Arg(1)                                                              \
+        ->Arg(2)                                                              \
+        ->UseRealTime()                                                       \
         ->Unit(benchmark::kMillisecond)
 
 LOOM_BENCH_MUL_MAT(f32_n1, F32, kDim, kDim, 1);
@@ -288,6 +302,11 @@ LOOM_BENCH_MUL_MAT(q4_0_n1_dram, Q4_0, kDim, dram_rows(DType::Q4_0), 1);
 LOOM_BENCH_MUL_MAT(q8_0_n1_dram, Q8_0, kDim, dram_rows(DType::Q8_0), 1);
 LOOM_BENCH_MUL_MAT(q4_k_n1_dram, Q4_K, kDim, dram_rows(DType::Q4_K), 1);
 LOOM_BENCH_MUL_MAT(q6_k_n1_dram, Q6_K, kDim, dram_rows(DType::Q6_K), 1);
+// The same products with the weights in the file's layout (per-row dot products, no repacking):
+// what the integer kernels gain.
+LOOM_BENCH_MUL_MAT(q4_0_n1_plain, Q4_0, kDim, kDim, 1, Weights::plain);
+LOOM_BENCH_MUL_MAT(q4_0_n512_plain, Q4_0, kDim, kDim, 512, Weights::plain);
+LOOM_BENCH_MUL_MAT(q4_k_n512_plain, Q4_K, kDim, kDim, 512, Weights::plain);
 
 BENCHMARK(bm_naive_matmul)
     ->Name("naive_matmul_512")

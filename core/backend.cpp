@@ -115,6 +115,22 @@ std::unique_ptr<Buffer> wrap_host_memory(void *base, size_t size, bool writable)
     return std::make_unique<HostBuffer>(host_buffer_type(), base, size, /*owned=*/false, writable);
 }
 
+std::unique_ptr<Buffer> place_tensors(BufferType &type, std::span<Tensor *const> tensors) {
+    const size_t align = type.alignment();
+    auto aligned = [align](size_t n) { return (n + align - 1) / align * align; };
+    size_t total = 0;
+    for (const Tensor *t : tensors) total += aligned(t->nbytes());
+    std::unique_ptr<Buffer> buffer = type.allocate(total);
+    auto *p = static_cast<std::byte *>(buffer->base());
+    for (Tensor *t : tensors) {
+        if (t->data != nullptr) fail("buffer", "place_tensors: {} already has memory", describe(t));
+        t->data = p;
+        t->buffer = buffer.get();
+        p += aligned(t->nbytes());
+    }
+    return buffer;
+}
+
 void register_backend(BackendInfo info) {
     for (const BackendInfo &b : registry()) {
         if (b.name == info.name) return;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/cpu/kernels.h"
+#include "core/cpu/repack.h"
 #include "core/cpu/threadpool.h"
 #include "loom/cpu.h"
 
@@ -65,7 +66,20 @@ namespace {
 
 constexpr size_t kScratchAlign = 64;
 
+// Repacked weights (core/cpu/repack.h) are readable only as the weights of a matrix product.
+bool reads_repacked_bytes(const Tensor *node) {
+    const bool matmul = node->op == Op::mul_mat || node->op == Op::mul_mat_id;
+    for (size_t i = 0; i < std::size(node->src); ++i) {
+        const Tensor *s = node->src[i];
+        if (s == nullptr) continue;
+        if (s->view_src != nullptr && cpu::is_repacked(s->view_src)) return true;
+        if (cpu::is_repacked(s) && !(matmul && i == 0)) return true;
+    }
+    return false;
+}
+
 bool has_kernel(const Tensor *node) {
+    if (reads_repacked_bytes(node)) return false;
     const Kernel &k = cpu::kernel_table()[size_t(node->op)];
     const bool is_metadata_op = node->op == Op::view || node->op == Op::reshape ||
                                 node->op == Op::permute || node->op == Op::transpose;
@@ -107,7 +121,7 @@ bool CpuBackend::supports_op(const Tensor *node) const {
 
 void CpuBackend::graph_compute(const Graph &graph) {
     const KernelTable &table = cpu::kernel_table();
-    size_t per_thread = 0;
+    size_t per_thread = 0, shared = 0;
     for (const Tensor *node : graph.node_list()) {
         if (!(node->flags & kFlagCompute)) continue;
         if (!has_kernel(node))
@@ -122,13 +136,14 @@ void CpuBackend::graph_compute(const Graph &graph) {
         }
         const Kernel &k = table[size_t(node->op)];
         if (k.work_size != nullptr) per_thread = std::max(per_thread, k.work_size(node));
+        if (k.shared_size != nullptr) shared = std::max(shared, k.shared_size(node));
     }
     per_thread = (per_thread + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+    shared = (shared + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
     const int nth = impl_->pool.size();
     auto &scratch = impl_->scratch;
-    if (scratch.size() < per_thread * size_t(nth) + kScratchAlign) {
-        scratch.resize(per_thread * size_t(nth) + kScratchAlign);
-    }
+    const size_t total = per_thread * size_t(nth) + shared + kScratchAlign;
+    if (scratch.size() < total) scratch.resize(total);
     auto *base = reinterpret_cast<std::byte *>(
         (reinterpret_cast<uintptr_t>(scratch.data()) + kScratchAlign - 1) / kScratchAlign *
         kScratchAlign);
@@ -138,6 +153,7 @@ void CpuBackend::graph_compute(const Graph &graph) {
                                         .nth = nth,
                                         .work = base + per_thread * size_t(ith),
                                         .work_size = per_thread,
+                                        .shared = base + per_thread * size_t(nth),
                                         .pool = &impl_->pool};
         for (Tensor *node : graph.node_list()) {
             if (!(node->flags & kFlagCompute)) continue;

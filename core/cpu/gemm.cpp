@@ -322,15 +322,6 @@ bool has_block_dot(DType type) {
     return traits(type).is_quantized && traits(type).vec_dot != nullptr;
 }
 
-// llama.cpp's CPU backend quantizes activations to Q8_0 / Q8_1 with routines of its own, not the
-// reference quantizer that writes files; other activation types use the reference.
-using Quantizer = void (*)(const float *, void *, int64_t);
-Quantizer activation_quantizer(DType type) {
-    if (type == DType::Q8_0) return quant::quantize_activations_q8_0;
-    if (type == DType::Q8_1) return quant::quantize_activations_q8_1;
-    return traits(type).from_float;
-}
-
 size_t quantized_column_bytes(DType a_type, int64_t k) {
     return round_up(row_size(traits(a_type).vec_dot_type, k), 64);
 }
@@ -379,6 +370,14 @@ void quantized_rows(const Job &job, int64_t K, int64_t mb, int64_t me, std::byte
 }
 
 }  // namespace
+
+// llama.cpp's CPU backend quantizes activations to Q8_0 / Q8_1 with routines of its own, not the
+// reference quantizer that writes files; other activation types use the reference.
+Quantizer activation_quantizer(DType type) {
+    if (type == DType::Q8_0) return quant::quantize_activations_q8_0;
+    if (type == DType::Q8_1) return quant::quantize_activations_q8_1;
+    return traits(type).from_float;
+}
 
 const WeightOps &weight_ops(DType type) {
     return kWeightOps[size_t(type)];

@@ -24,6 +24,9 @@ struct ComputeParams {
     int nth = 1;                // threads running the node
     std::byte *work = nullptr;  // this thread's scratch, at least the kernel's work_size bytes,
     size_t work_size = 0;       // 64-byte aligned
+    // Scratch every thread of the node sees, the kernel's shared_size bytes (64-byte aligned):
+    // for results one phase computes once and the next reads after a barrier().
+    std::byte *shared = nullptr;
     ThreadPool *pool = nullptr;
     // Waits until every thread of the node has reached this point (for multi-phase kernels).
     void barrier() const;
@@ -36,6 +39,8 @@ struct Kernel {
     bool (*supports)(const Tensor *dst) = nullptr;
     // Per-thread scratch bytes; null: none.
     size_t (*work_size)(const Tensor *dst) = nullptr;
+    // Bytes of scratch shared by the node's threads; null: none.
+    size_t (*shared_size)(const Tensor *dst) = nullptr;
 };
 
 using KernelTable = std::array<Kernel, kOpCount>;

@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "core/cpu/gemm.h"
+#include "core/cpu/qgemm.h"
+#include "core/cpu/repack.h"
 
 namespace loom::cpu {
 namespace {
@@ -21,6 +23,28 @@ bool is_weight_type(const Tensor *a) {
 
 bool writes_f32_rows(const Tensor *dst) {
     return dst->type == DType::F32 && dst->nb[0] == sizeof(float);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Repacked weights (core/cpu/repack.h) go through the integer kernels of core/cpu/qgemm.h,
+// everything else through gemm.h.
+void run_product(const ComputeParams &params, const gemm::Problem &problem, const Tensor *a,
+                 std::byte *work) {
+    if (is_repacked(a)) {
+        qgemm::run(params, problem, a->type, work);
+    } else {
+        gemm::run(params, problem, work);
+    }
+}
+
+size_t product_work_size(const Tensor *a, int64_t max_n) {
+    if (is_repacked(a)) return qgemm::work_size(a->type, a->ne[0]);
+    return gemm::work_size(a->type, a->ne[0], max_n);
+}
+
+// The repacked path quantizes every column of the node once, into scratch the threads share.
+size_t product_shared_size(const Tensor *a, int64_t n_columns) {
+    return is_repacked(a) ? qgemm::shared_size(a->type, a->ne[0], n_columns) : 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -53,7 +77,7 @@ void mul_mat_compute(const ComputeParams &params, Tensor *dst) {
                                 .n_jobs = b->ne[2] * b->ne[3],
                                 .job_at = mul_mat_job,
                                 .ctx = dst};
-    gemm::run(params, problem, params.work);
+    run_product(params, problem, a, params.work);
 }
 
 bool mul_mat_supports(const Tensor *dst) {
@@ -61,7 +85,12 @@ bool mul_mat_supports(const Tensor *dst) {
 }
 
 size_t mul_mat_work_size(const Tensor *dst) {
-    return gemm::work_size(dst->src[0]->type, dst->src[0]->ne[0], dst->src[1]->ne[1]);
+    return product_work_size(dst->src[0], dst->src[1]->ne[1]);
+}
+
+size_t mul_mat_shared_size(const Tensor *dst) {
+    const Tensor *b = dst->src[1];
+    return product_shared_size(dst->src[0], b->ne[1] * b->ne[2] * b->ne[3]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -163,7 +192,7 @@ void mul_mat_id_compute(const ComputeParams &params, Tensor *dst) {
                                 .n_jobs = groups.n_active,
                                 .job_at = mul_mat_id_job,
                                 .ctx = &ctx};
-    gemm::run(params, problem, params.work + id_ints_bytes(dst));
+    run_product(params, problem, as, params.work + id_ints_bytes(dst));
 }
 
 bool mul_mat_id_supports(const Tensor *dst) {
@@ -174,18 +203,25 @@ bool mul_mat_id_supports(const Tensor *dst) {
 size_t mul_mat_id_work_size(const Tensor *dst) {
     const Tensor *ids = dst->src[2];
     // One expert may take every pair.
-    return id_ints_bytes(dst) +
-           gemm::work_size(dst->src[0]->type, dst->src[0]->ne[0], ids->ne[0] * ids->ne[1]);
+    return id_ints_bytes(dst) + product_work_size(dst->src[0], ids->ne[0] * ids->ne[1]);
+}
+
+size_t mul_mat_id_shared_size(const Tensor *dst) {
+    const Tensor *ids = dst->src[2];
+    return product_shared_size(dst->src[0], ids->ne[0] * ids->ne[1]);
 }
 
 }  // namespace
 
 void register_matmul_kernels(KernelTable &table) {
-    table[size_t(Op::mul_mat)] = {
-        .compute = mul_mat_compute, .supports = mul_mat_supports, .work_size = mul_mat_work_size};
+    table[size_t(Op::mul_mat)] = {.compute = mul_mat_compute,
+                                  .supports = mul_mat_supports,
+                                  .work_size = mul_mat_work_size,
+                                  .shared_size = mul_mat_shared_size};
     table[size_t(Op::mul_mat_id)] = {.compute = mul_mat_id_compute,
                                      .supports = mul_mat_id_supports,
-                                     .work_size = mul_mat_id_work_size};
+                                     .work_size = mul_mat_id_work_size,
+                                     .shared_size = mul_mat_id_shared_size};
 }
 
 }  // namespace loom::cpu

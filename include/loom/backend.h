@@ -55,6 +55,11 @@ std::unique_ptr<BufferType> new_host_buffer_type(const char *name);
 // read-only when `writable` is false (set_tensor / memset_tensor then throw).
 std::unique_ptr<Buffer> wrap_host_memory(void *base, size_t size, bool writable);
 
+// One buffer of `type` holding every tensor of `tensors` (each aligned to the type's alignment):
+// sets their data and buffer; their bytes are still to be written with set_tensor. For weights,
+// which live as long as the model.
+std::unique_ptr<Buffer> place_tensors(BufferType &type, std::span<Tensor *const> tensors);
+
 class Backend {
   public:
     virtual ~Backend() = default;

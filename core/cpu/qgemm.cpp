@@ -1,0 +1,147 @@
+// The driver of the repacked-weight products: columns quantized into shared panels, then tiles
+// of 16 rows x one panel (core/cpu/qgemm.h).
+#include "core/cpu/qgemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/cpu/repack.h"
+
+namespace loom::cpu::qgemm {
+namespace {
+
+size_t round_up(size_t n, size_t to) {
+    return (n + to - 1) / to * to;
+}
+
+size_t column_bytes(const Format &f, int64_t k) {
+    return size_t(k / f.block) * f.column_block_bytes();
+}
+
+// Per-thread scratch: one column as F32, the same quantized, and a tile's sums.
+struct Scratch {
+    float *x;
+    std::byte *act;
+    float *out;
+    size_t bytes;
+};
+
+Scratch carve(std::byte *work, const Format &f, int64_t k) {
+    Scratch s{};
+    size_t at = 0;
+    s.x = reinterpret_cast<float *>(work);
+    at += round_up(size_t(k) * sizeof(float), 64);
+    s.act = work + at;
+    at += round_up(row_size(f.act_type, k), 64);
+    s.out = reinterpret_cast<float *>(work + at);
+    s.bytes = at + size_t(kPanel * kGroupRows) * sizeof(float);
+    return s;
+}
+
+// Weight rows one thread keeps in L2 while every panel passes by: about half of the 1.25 MiB L2
+// (Ice Lake server), so each weight byte comes from memory once per node and each panel from L3
+// once per this many rows.
+constexpr size_t kRowBlockBytes = 512 * 1024;
+
+// Phase 1: column j of job i goes to slot j % kPanel of panel j / kPanel of the job; the job's
+// panels follow those of the jobs before it, `first` columns in.
+void quantize_columns(const ComputeParams &params, const gemm::Problem &problem, const Format &f,
+                      const Scratch &s) {
+    const int64_t K = problem.k;
+    const int64_t n_blocks = K / f.block;
+    const size_t col_bytes = column_bytes(f, K);
+    const gemm::Quantizer quantize = gemm::activation_quantizer(f.act_type);
+
+    int64_t total = 0;
+    for (int64_t i = 0; i < problem.n_jobs; ++i) total += problem.job_at(problem.ctx, i).n;
+    const Range mine = split_range(total, params.ith, params.nth);
+    int64_t first = 0;
+    for (int64_t i = 0; i < problem.n_jobs && first < mine.end; ++i) {
+        const gemm::Job job = problem.job_at(problem.ctx, i);
+        const int64_t jb = std::max<int64_t>(0, mine.begin - first);
+        const int64_t je = std::min<int64_t>(job.n, mine.end - first);
+        for (int64_t j = jb; j < je; ++j) {
+            const float *x = load_row(DType::F32, job.cols.b_row(j), job.cols.b_nb0, K, s.x);
+            quantize(x, s.act, K);
+            const int64_t panel0 = j / kPanel * kPanel;
+            const int w = int(std::min<int64_t>(kPanel, job.n - panel0));
+            f.prepare(s.act, n_blocks, w, int(j - panel0),
+                      params.shared + size_t(first + panel0) * col_bytes);
+        }
+        first += job.n;
+    }
+}
+
+// Phase 2 for rows [16 * g0, 16 * g1) of one job, whose panels start at `panels`.
+void multiply_groups(const gemm::Job &job, const Format &f, int64_t K, int64_t g0, int64_t g1,
+                     const std::byte *panels, float *out) {
+    const int64_t n_blocks = K / f.block;
+    const size_t col_bytes = column_bytes(f, K);
+    const size_t group_bytes = job.a_nb1 * kGroupRows;
+    const int64_t row_block = std::max<int64_t>(1, int64_t(kRowBlockBytes / group_bytes));
+    for (int64_t gb = g0; gb < g1; gb += row_block) {
+        const int64_t ge = std::min(g1, gb + row_block);
+        for (int64_t j0 = 0; j0 < job.n; j0 += kPanel) {
+            const int nc = int(std::min<int64_t>(kPanel, job.n - j0));
+            const std::byte *panel = panels + size_t(j0) * col_bytes;
+            for (int64_t g = gb; g < ge; ++g) {
+                f.tiles[size_t(nc - 1)](job.a + size_t(g) * group_bytes, n_blocks, panel, out);
+                for (int c = 0; c < nc; ++c) {
+                    std::memcpy(job.cols.dst_row(j0 + c) + g * kGroupRows, out + c * kGroupRows,
+                                kGroupRows * sizeof(float));
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+const Format *format(DType type) {
+    if (!has_repacked_layout(type)) return nullptr;
+    switch (type) {
+        case DType::Q4_0:
+            return &kFormatQ4_0;
+        case DType::Q8_0:
+            return &kFormatQ8_0;
+        case DType::Q4_K:
+            return &kFormatQ4_K;
+        case DType::Q6_K:
+            return &kFormatQ6_K;
+        default:
+            return nullptr;
+    }
+}
+
+size_t shared_size(DType type, int64_t k, int64_t n_columns) {
+    return size_t(n_columns) * column_bytes(*format(type), k);
+}
+
+size_t work_size(DType type, int64_t k) {
+    return carve(nullptr, *format(type), k).bytes;
+}
+
+void run(const ComputeParams &params, const gemm::Problem &problem, DType type, std::byte *work) {
+    const int64_t M = problem.m, K = problem.k;
+    if (problem.n_jobs == 0) return;  // the same for every thread, so none waits alone
+    const Format &f = *format(type);
+    const Scratch s = carve(work, f, K);
+    quantize_columns(params, problem, f, s);
+    params.barrier();
+
+    const int64_t groups = M / kGroupRows;
+    const Range mine = split_range(problem.n_jobs * groups, params.ith, params.nth);
+    const size_t col_bytes = column_bytes(f, K);
+    int64_t first = 0;  // columns of the jobs before job i
+    for (int64_t i = 0; i < problem.n_jobs; ++i) {
+        const gemm::Job job = problem.job_at(problem.ctx, i);
+        const int64_t g0 = std::max(mine.begin - i * groups, int64_t(0));
+        const int64_t g1 = std::min(mine.end - i * groups, groups);
+        if (g0 < g1 && job.n > 0) {
+            multiply_groups(job, f, K, g0, g1, params.shared + size_t(first) * col_bytes, s.out);
+        }
+        first += job.n;
+    }
+}
+
+}  // namespace loom::cpu::qgemm

@@ -1,0 +1,59 @@
+#pragma once
+// Matrix products over repacked block-format weights (core/cpu/repack.h) with integer dot
+// products (AVX-512 VNNI): the path mul_mat and mul_mat_id take when their weights are repacked.
+//
+// Phase 1: the node's columns are quantized once, split across threads, into shared scratch, as
+// llama.cpp quantizes them (Q8_0 for Q4_0 / Q8_0 weights, Q8_K for the K-quants), and laid out
+// in panels of up to kPanel columns. Phase 2, after a barrier: each thread multiplies its groups
+// of 16 weight rows with every panel; a tile kernel keeps 16 rows x NC columns of sums in
+// registers and reads each weight block once per panel.
+//
+// Arithmetic, identical for every N, panel width, thread count and position in the batch: each
+// (row, column) lane sums a block's integer products exactly (VPDPBUSD), then
+//   acc = fma(float(sum), d_w * d_a, acc)
+// block after block. K-quants first combine their sub-block sums with the 6- or 8-bit scales in
+// integers (exact), and Q4_K adds the mins as a second fma with -(dmin_w * d_a). This is the
+// order tests/quant/repacked_matmul_tests.cpp recomputes in scalar code.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/cpu/gemm.h"
+
+namespace loom::cpu::qgemm {
+
+inline constexpr int kPanel = 12;      // columns per panel: the widest tile
+inline constexpr int kGroupRows = 16;  // rows per tile: one 512-bit vector of int32 lanes
+
+// A panel of width w stores, per block b of the columns, at b * w * column_block_bytes():
+//   [w][block] int8 quants | [w] float scales d_a | [w][extra] int32 per-format terms
+using Tile = void (*)(const std::byte *group, int64_t n_blocks, const std::byte *panel,
+                      float *out);  // out: [nc][16] sums of the group's rows and the nc columns
+struct Format {
+    DType act_type = DType::Q8_0;  // what each column is quantized to
+    int block = 0;                 // elements per block of the weights and of act_type
+    int extra = 0;                 // int32 terms per column per block
+    // Writes n_blocks activation blocks of act_type into slot `slot` of a panel of width w.
+    void (*prepare)(const void *act, int64_t n_blocks, int w, int slot, std::byte *panel) = nullptr;
+    std::array<Tile, kPanel> tiles{};  // tiles[nc - 1] multiplies nc columns
+
+    size_t column_block_bytes() const { return size_t(block) + 4 + 4 * size_t(extra); }
+};
+
+extern const Format kFormatQ4_0, kFormatQ8_0;  // qgemm_legacy.cpp
+extern const Format kFormatQ4_K, kFormatQ6_K;  // qgemm_k.cpp
+
+// Null when `type` has no repacked kernel in this build.
+const Format *format(DType type);
+
+// Scratch for a product of K-deep rows: shared by the node's threads for n_columns columns, and
+// per thread.
+size_t shared_size(DType type, int64_t k, int64_t n_columns);
+size_t work_size(DType type, int64_t k);
+
+// Runs this thread's share of `problem`, whose jobs' weights are all repacked `type`; every
+// thread of the node must call it (it waits on a barrier). `work` is this thread's work_size
+// bytes, params.shared shared_size bytes.
+void run(const ComputeParams &params, const gemm::Problem &problem, DType type, std::byte *work);
+
+}  // namespace loom::cpu::qgemm

@@ -1,0 +1,256 @@
+// Tiles for repacked Q4_K and Q6_K weights against Q8_K columns (core/cpu/qgemm.h).
+//
+// Group blocks (16 rows, one 256-element super-block each) keep the fields of the file's block
+// side by side for the 16 rows (core/cpu/repack.h):
+//   Q4_K: d[16] F16 | dmin[16] F16 | 12 scale bytes x 16 rows | 32 quant units x 64 bytes
+//         unit 8c + t: elements 64c + 4t.. in the low nibbles, 64c + 32 + 4t.. in the high ones
+//   Q6_K: ql 32 units x 64 | qh 16 units x 64 | 16 scales x 16 rows (int8) | d[16] F16
+// Each sub-block's integer sum is multiplied by its scale in integers (VPMULLD), so a lane's
+// sum over the super-block is exact; the F16 scales enter once per super-block.
+#include <cstring>
+#include <utility>
+
+#include "core/cpu/qgemm.h"
+#include "core/cpu/repack.h"
+#include "core/quant/k_blocks.h"
+
+#if LOOM_INTEGER_KERNELS
+#include <immintrin.h>
+// GCC 12's AVX-512 headers start some conversions (vcvtph2ps, vpmovzx) from an "undefined"
+// vector and then warn that it may be used uninitialized; it is not.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace loom::cpu::qgemm {
+
+#if LOOM_INTEGER_KERNELS
+namespace {
+
+using quant::QK_K;
+
+// Q4_K columns: per block, 4 int32 terms, each two 32-element sums of the quants (int16 pairs)
+// that VPDPWSSD multiplies with the rows' 6-bit mins.
+constexpr int kQ4KExtra = 4;
+// Q6_K columns: per block, -32 * the sum of each 16 quants (Q6_K stores q + 32), which starts
+// each sub-block's lane sum.
+constexpr int kQ6KExtra = 16;
+
+template <int kExtra>
+size_t column_block() {
+    return QK_K + 4 + 4 * kExtra;
+}
+
+template <int kExtra>
+void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *panel) {
+    const auto *blocks = static_cast<const quant::BlockQ8K *>(act);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const quant::BlockQ8K &y = blocks[b];
+        std::byte *p = panel + size_t(b) * size_t(w) * column_block<kExtra>();
+        std::memcpy(p + slot * QK_K, y.qs, QK_K);
+        std::memcpy(p + w * QK_K + slot * 4, &y.d, 4);
+        int32_t terms[kExtra];
+        for (int i = 0; i < kExtra; ++i) {
+            if constexpr (kExtra == kQ4KExtra) {
+                const int32_t lo = y.bsums[4 * i] + y.bsums[4 * i + 1];
+                const int32_t hi = y.bsums[4 * i + 2] + y.bsums[4 * i + 3];
+                terms[i] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
+            } else {
+                terms[i] = -32 * y.bsums[i];
+            }
+        }
+        std::memcpy(p + w * (QK_K + 4) + slot * 4 * kExtra, terms, sizeof terms);
+    }
+}
+
+inline __m512i broadcast_i32(const std::byte *p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+inline float load_f32(const std::byte *p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+inline __m512 load_f16x16(const std::byte *p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+}
+inline __m512i load512(const std::byte *p) {
+    return _mm512_loadu_si512(p);
+}
+
+// The 16 rows' 6-bit scales (as int32 lanes) and mins (as int16 pairs of sub-blocks 2i, 2i+1)
+// of one Q4_K group block, from its 12 scale bytes per row (ggml's get_scale_min_k4 packing).
+struct Q4KScales {
+    __m512i scale[8];
+    __m512i min_pairs[4];
+};
+
+inline Q4KScales unpack_q4k_scales(const std::byte *bytes) {
+    __m128i s[12];
+    for (int i = 0; i < 12; ++i) {
+        s[i] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes + 16 * i));
+    }
+    const __m128i m6 = _mm_set1_epi8(63), m4 = _mm_set1_epi8(0x0F), top2 = _mm_set1_epi8(0x30);
+    __m128i sc[8], mn[8];
+    for (int j = 0; j < 4; ++j) {
+        sc[j] = _mm_and_si128(s[j], m6);
+        mn[j] = _mm_and_si128(s[j + 4], m6);
+    }
+    for (int j = 4; j < 8; ++j) {
+        // Bits 6-7 of bytes j-4 (scales) and j (mins) are bits 4-5 of scales and mins 4-7.
+        sc[j] = _mm_or_si128(_mm_and_si128(s[j + 4], m4),
+                             _mm_and_si128(_mm_srli_epi16(s[j - 4], 2), top2));
+        mn[j] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(s[j + 4], 4), m4),
+                             _mm_and_si128(_mm_srli_epi16(s[j], 2), top2));
+    }
+    Q4KScales out;
+    for (int j = 0; j < 8; ++j) out.scale[j] = _mm512_cvtepu8_epi32(sc[j]);
+    for (int i = 0; i < 4; ++i) {
+        const __m256i pairs = _mm256_set_m128i(_mm_unpackhi_epi8(mn[2 * i], mn[2 * i + 1]),
+                                               _mm_unpacklo_epi8(mn[2 * i], mn[2 * i + 1]));
+        out.min_pairs[i] = _mm512_cvtepu8_epi16(pairs);
+    }
+    return out;
+}
+
+template <int NC>
+void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+    constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ4K);
+    constexpr size_t kScales = 4 * kRepackRows, kQuants = 16 * kRepackRows;
+    const size_t col = column_block<kQ4KExtra>();
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const std::byte *w = group + size_t(b) * kGroupBlock;
+        const std::byte *a = panel + size_t(b) * NC * col;
+        const Q4KScales scales = unpack_q4k_scales(w + kScales);
+        __m512i sumi[NC];
+        for (int c = 0; c < NC; ++c) sumi[c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int j = 0; j < 8;
+             ++j) {  // sub-block j: low (even j) or high nibbles of units 8(j/2)..
+            __m512i q[8];
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; ++t) {
+                const __m512i v = load512(w + kQuants + size_t(8 * (j / 2) + t) * 64);
+                q[t] = _mm512_and_si512(j % 2 == 0 ? v : _mm512_srli_epi16(v, 4), low4);
+            }
+#pragma GCC unroll 12
+            for (int c = 0; c < NC; ++c) {
+                __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t) {
+                    s = _mm512_dpbusd_epi32(s, q[t], broadcast_i32(a + c * QK_K + 4 * (8 * j + t)));
+                }
+                sumi[c] = _mm512_add_epi32(sumi[c], _mm512_mullo_epi32(s, scales.scale[j]));
+            }
+        }
+        const __m512 dw = load_f16x16(w), dmin = load_f16x16(w + 2 * kRepackRows);
+        for (int c = 0; c < NC; ++c) {
+            __m512i mins = _mm512_setzero_si512();
+            for (int i = 0; i < 4; ++i) {
+                mins = _mm512_dpwssd_epi32(mins, scales.min_pairs[i],
+                                           broadcast_i32(a + NC * (QK_K + 4) + 16 * c + 4 * i));
+            }
+            const float da = load_f32(a + NC * QK_K + 4 * c);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]),
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(da)), acc[c]);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins),
+                                     _mm512_mul_ps(dmin, _mm512_set1_ps(-da)), acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
+}
+
+template <int NC>
+void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+    constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ6K);
+    constexpr size_t kHigh = 128 * kRepackRows, kScales = 192 * kRepackRows,
+                     kScale = 208 * kRepackRows;
+    const size_t col = column_block<kQ6KExtra>();
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+    __m512 acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const std::byte *w = group + size_t(b) * kGroupBlock;
+        const std::byte *a = panel + size_t(b) * NC * col;
+        __m512i sumi[NC];
+        for (int c = 0; c < NC; ++c) sumi[c] = _mm512_setzero_si512();
+            // Elements 128h + 32qq + 4u.. of quarter qq of half h: low bits from ql unit
+            // 16h + 8(qq % 2) + u (high nibble when qq >= 2), bits 4-5 from bits 2qq, 2qq+1 of qh
+            // unit 8h + u; sub-block 8h + 2qq + u / 4.
+            // Unrolled so that each quarter's shifts are constants.
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+            for (int qq = 0; qq < 4; ++qq) {
+                __m512i q[8];
+#pragma GCC unroll 8
+                for (int u = 0; u < 8; ++u) {
+                    const __m512i lo = load512(w + size_t(16 * h + 8 * (qq % 2) + u) * 64);
+                    const __m512i hi = load512(w + kHigh + size_t(8 * h + u) * 64);
+                    const __m512i hi45 = qq == 0   ? _mm512_slli_epi16(hi, 4)
+                                         : qq == 1 ? _mm512_slli_epi16(hi, 2)
+                                         : qq == 2 ? hi
+                                                   : _mm512_srli_epi16(hi, 2);
+                    const __m512i lo4 =
+                        _mm512_and_si512(qq < 2 ? lo : _mm512_srli_epi16(lo, 4), low4);
+                    q[u] = _mm512_or_si512(lo4, _mm512_and_si512(hi45, bits45));
+                }
+#pragma GCC unroll 2
+                for (int k = 0; k < 2; ++k) {
+                    const int sub = 8 * h + 2 * qq + k;
+                    const __m512i scale = _mm512_cvtepi8_epi32(
+                        _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + kScales + 16 * sub)));
+#pragma GCC unroll 12
+                    for (int c = 0; c < NC; ++c) {
+                        __m512i s = broadcast_i32(a + NC * (QK_K + 4) + 4 * (kQ6KExtra * c + sub));
+#pragma GCC unroll 4
+                        for (int u = 4 * k; u < 4 * k + 4; ++u) {
+                            s = _mm512_dpbusd_epi32(
+                                s, q[u], broadcast_i32(a + c * QK_K + 4 * (32 * h + 8 * qq + u)));
+                        }
+                        sumi[c] = _mm512_add_epi32(sumi[c], _mm512_mullo_epi32(s, scale));
+                    }
+                }
+            }
+        }
+        const __m512 dw = load_f16x16(w + kScale);
+        for (int c = 0; c < NC; ++c) {
+            const float da = load_f32(a + NC * QK_K + 4 * c);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]),
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(da)), acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
+}
+
+template <size_t... I>
+constexpr std::array<Tile, kPanel> q4k_tiles(std::index_sequence<I...>) {
+    return {tile_q4k<int(I) + 1>...};
+}
+template <size_t... I>
+constexpr std::array<Tile, kPanel> q6k_tiles(std::index_sequence<I...>) {
+    return {tile_q6k<int(I) + 1>...};
+}
+constexpr auto kPanelWidths = std::make_index_sequence<kPanel>();
+
+}  // namespace
+
+const Format kFormatQ4_K{.act_type = DType::Q8_K,
+                         .block = QK_K,
+                         .extra = kQ4KExtra,
+                         .prepare = prepare<kQ4KExtra>,
+                         .tiles = q4k_tiles(kPanelWidths)};
+const Format kFormatQ6_K{.act_type = DType::Q8_K,
+                         .block = QK_K,
+                         .extra = kQ6KExtra,
+                         .prepare = prepare<kQ6KExtra>,
+                         .tiles = q6k_tiles(kPanelWidths)};
+#else
+const Format kFormatQ4_K{}, kFormatQ6_K{};
+#endif
+
+}  // namespace loom::cpu::qgemm

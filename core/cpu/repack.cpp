@@ -1,0 +1,164 @@
+// The repacked weight layout (core/cpu/repack.h) and the buffer type that stores it.
+#include "core/cpu/repack.h"
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "loom/backend.h"
+#include "loom/cpu.h"
+#include "loom/error.h"
+
+namespace loom::cpu {
+namespace {
+
+// One field of a block: `size` bytes at byte `offset`, interleaved across the 16 rows in units
+// of `unit` bytes, each byte XORed with `flip`.
+struct Field {
+    int offset, size, unit;
+    uint8_t flip = 0;
+};
+
+struct Layout {
+    int n_fields = 0;
+    std::array<Field, 4> fields{};
+};
+
+// The fields of each block struct (core/quant/legacy_formats.h, core/quant/k_blocks.h).
+constexpr std::array<Layout, kDTypeCount> kLayouts = [] {
+    std::array<Layout, kDTypeCount> t{};
+    t[size_t(DType::Q4_0)] = {2, {{{0, 2, 2}, {2, 16, 4}}}};
+    // 128 + q: the unsigned side of VPDPBUSD; the kernel subtracts 128 * sum(activations).
+    t[size_t(DType::Q8_0)] = {2, {{{0, 2, 2}, {2, 32, 4, 0x80}}}};
+    t[size_t(DType::Q4_K)] = {4, {{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}}};
+    t[size_t(DType::Q6_K)] = {4, {{{0, 128, 4}, {128, 64, 4}, {192, 16, 1}, {208, 2, 2}}}};
+    return t;
+}();
+
+constexpr bool kHaveIntegerKernels = LOOM_INTEGER_KERNELS;
+
+// Moves one group of 16 rows between layouts: `to_repacked` picks the direction.
+void convert_group(const Layout &layout, size_t block_bytes, int64_t n_blocks, const uint8_t *src,
+                   uint8_t *dst, size_t row_bytes, bool to_repacked) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const size_t group_block = size_t(b) * block_bytes * kRepackRows;
+        for (int f = 0; f < layout.n_fields; ++f) {
+            const Field &field = layout.fields[size_t(f)];
+            for (int64_t r = 0; r < kRepackRows; ++r) {
+                const size_t plain = size_t(r) * row_bytes + size_t(b) * block_bytes;
+                for (int i = 0; i < field.size; ++i) {
+                    const size_t packed =
+                        group_block + size_t(kRepackRows * field.offset) +
+                        size_t(i / field.unit) * size_t(kRepackRows * field.unit) +
+                        size_t(r * field.unit + i % field.unit);
+                    const size_t from = to_repacked ? plain + size_t(field.offset + i) : packed;
+                    const size_t to = to_repacked ? packed : plain + size_t(field.offset + i);
+                    dst[to] = src[from] ^ field.flip;
+                }
+            }
+        }
+    }
+}
+
+void convert_rows(DType type, const void *src, void *dst, int64_t rows, size_t row_bytes,
+                  bool to_repacked) {
+    const Layout &layout = kLayouts[size_t(type)];
+    const size_t block_bytes = traits(type).type_size;
+    LOOM_ASSERT(layout.n_fields > 0 && rows % kRepackRows == 0 && row_bytes % block_bytes == 0);
+    const int64_t n_blocks = int64_t(row_bytes / block_bytes);
+    const size_t group_bytes = row_bytes * kRepackRows;
+    for (int64_t g = 0; g < rows / kRepackRows; ++g) {
+        convert_group(layout, block_bytes, n_blocks,
+                      static_cast<const uint8_t *>(src) + g * group_bytes,
+                      static_cast<uint8_t *>(dst) + g * group_bytes, row_bytes, to_repacked);
+    }
+}
+
+// Host memory; tensors that can_repack are stored repacked: writes repack them (whole tensors
+// only, since a group's bytes come from 16 rows), reads give back the file's bytes.
+class RepackBuffer : public Buffer {
+  public:
+    RepackBuffer(BufferType &type, std::unique_ptr<Buffer> host)
+        : type_(type), host_(std::move(host)) {}
+    BufferType &type() const override { return type_; }
+    void *base() const override { return host_->base(); }
+    size_t size() const override { return host_->size(); }
+    bool is_host() const override { return true; }
+    void set_tensor(Tensor *t, const void *data, size_t offset, size_t size) override {
+        if (!can_repack(t)) return host_->set_tensor(t, data, offset, size);
+        require_whole(t, offset, size, "set_tensor");
+        repack_rows(t->type, data, t->data, t->nrows(), t->nb[1]);
+    }
+    void get_tensor(const Tensor *t, void *data, size_t offset, size_t size) override {
+        if (!can_repack(t)) return host_->get_tensor(t, data, offset, size);
+        require_whole(t, offset, size, "get_tensor");
+        unpack_rows(t->type, t->data, data, t->nrows(), t->nb[1]);
+    }
+    void memset_tensor(Tensor *t, uint8_t value, size_t offset, size_t size) override {
+        if (can_repack(t)) fail("repack", "memset_tensor of repacked {}", describe(t));
+        host_->memset_tensor(t, value, offset, size);
+    }
+    bool cpy_tensor(const Tensor *src, Tensor *dst) override {
+        if (!can_repack(dst)) return host_->cpy_tensor(src, dst);
+        if (src->nbytes() != dst->nbytes() || src->data == nullptr || is_repacked(src))
+            return false;
+        set_tensor(dst, src->data, 0, dst->nbytes());
+        return true;
+    }
+    void clear(uint8_t value) override { host_->clear(value); }
+
+  private:
+    static void require_whole(const Tensor *t, size_t offset, size_t size, const char *what) {
+        if (offset != 0 || size != t->nbytes()) {
+            fail("repack", "{} of bytes [{}, {}) of {}: repacked tensors move whole", what, offset,
+                 offset + size, describe(t));
+        }
+    }
+    BufferType &type_;
+    std::unique_ptr<Buffer> host_;
+};
+
+class RepackBufferType : public BufferType {
+  public:
+    const char *name() const override { return "CPU_REPACK"; }
+    std::unique_ptr<Buffer> allocate(size_t size) override {
+        return std::make_unique<RepackBuffer>(*this, host_buffer_type().allocate(size));
+    }
+    size_t alignment() const override { return host_buffer_type().alignment(); }
+    size_t max_size() const override { return host_buffer_type().max_size(); }
+    bool is_host() const override { return true; }
+};
+
+}  // namespace
+
+bool has_repacked_layout(DType type) {
+    return kHaveIntegerKernels && kLayouts[size_t(type)].n_fields > 0;
+}
+
+bool can_repack(const Tensor *t) {
+    return has_repacked_layout(t->type) && t->view_src == nullptr && t->is_contiguous() &&
+           t->ne[1] % kRepackRows == 0;
+}
+
+bool is_repacked(const Tensor *t) {
+    return t->buffer != nullptr && &t->buffer->type() == &cpu_repack_buffer_type() && can_repack(t);
+}
+
+void repack_rows(DType type, const void *src, void *dst, int64_t rows, size_t row_bytes) {
+    convert_rows(type, src, dst, rows, row_bytes, true);
+}
+
+void unpack_rows(DType type, const void *src, void *dst, int64_t rows, size_t row_bytes) {
+    convert_rows(type, src, dst, rows, row_bytes, false);
+}
+
+}  // namespace loom::cpu
+
+namespace loom {
+
+BufferType &cpu_repack_buffer_type() {
+    static cpu::RepackBufferType type;
+    return type;
+}
+
+}  // namespace loom

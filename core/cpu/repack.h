@@ -1,0 +1,47 @@
+#pragma once
+// Weights interleaved for the integer matrix kernels (core/cpu/qgemm.cpp).
+//
+// A GGUF block-format matrix stores each row's blocks one after another. The integer kernels
+// instead want one vector to hold the same 4 bytes of 16 consecutive rows, so that one VPDPBUSD
+// against 4 broadcast activation bytes advances 16 dot products at once and each lane ends a
+// block holding that row's exact integer sum. The repacked layout is a permutation of the file's
+// bytes within each group of 16 rows: for block b of the group, every field of the block (the
+// F16 scales, the packed scales, the quants) becomes that field of the 16 rows side by side, in
+// units of 2 (F16 scalars), 1 (scale bytes) or 4 (quants) bytes. Fields keep their order, so the
+// field at byte offset o of a block starts at byte 16 * o of the group's block. Q8_0's quants are
+// also offset by 128 (stored as unsigned bytes, which VPDPBUSD needs on one side).
+//
+// Repacking keeps sizes and strides: a repacked tensor has the nb[] of the original.
+#include <cstddef>
+#include <cstdint>
+
+#include "loom/tensor.h"
+
+// The integer kernels need AVX-512 VNNI (VPDPBUSD), byte-granular AVX-512BW and F16C.
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__F16C__)
+#define LOOM_INTEGER_KERNELS 1
+#else
+#define LOOM_INTEGER_KERNELS 0
+#endif
+
+namespace loom::cpu {
+
+// Rows interleaved per group.
+inline constexpr int64_t kRepackRows = 16;
+
+// True when this build has the integer kernels (AVX-512 VNNI) and `type` has a repacked layout:
+// Q4_0, Q8_0, Q4_K, Q6_K.
+bool has_repacked_layout(DType type);
+
+// True when t can be stored repacked: a type with a layout, contiguous, rows a multiple of 16.
+bool can_repack(const Tensor *t);
+
+// True when t's bytes are stored repacked (t lives in cpu_repack_buffer_type() and can_repack).
+bool is_repacked(const Tensor *t);
+
+// Converts `rows` (a multiple of 16) rows of `row_bytes` each between the file's layout and the
+// repacked one; src and dst do not overlap.
+void repack_rows(DType type, const void *src, void *dst, int64_t rows, size_t row_bytes);
+void unpack_rows(DType type, const void *src, void *dst, int64_t rows, size_t row_bytes);
+
+}  // namespace loom::cpu

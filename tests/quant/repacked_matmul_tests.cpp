@@ -1,0 +1,270 @@
+// Weights in cpu_repack_buffer_type(): the layout round-trips, and mul_mat / mul_mat_id over
+// them give, bit for bit, the arithmetic order core/cpu/qgemm.h promises (recomputed here in
+// scalar code from the file's blocks), close to a double reference, for any N and thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "core/cpu/repack.h"
+#include "core/quant/k_blocks.h"
+#include "core/quant/legacy_formats.h"
+#include "loom/backend.h"
+#include "loom/core.h"
+#include "loom/cpu.h"
+#include "loom/fp16.h"
+#include "tests/quant/quant_test_util.h"
+
+namespace loom {
+namespace {
+
+using quant_test::dequantize;
+using quant_test::quantize;
+using quant_test::random_row;
+
+const DType kRepackedTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+
+// Weights [K, rows, n_mat] of `type` (random N(0, 1) values quantized) stored in a repack buffer.
+struct RepackedWeights {
+    Context ctx{{.mem_size = 1u << 16, .no_alloc = true}};
+    Tensor *a = nullptr;
+    std::unique_ptr<Buffer> buffer;
+    std::vector<std::byte> file_bytes;
+
+    RepackedWeights(DType type, int64_t K, int64_t rows, int64_t n_mat, uint32_t seed) {
+        a = ctx.new_tensor(type, {K, rows, n_mat});
+        Tensor *const tensors[] = {a};
+        buffer = place_tensors(cpu_repack_buffer_type(), tensors);
+        file_bytes = quantize(type, random_row(K * rows * n_mat, seed));
+        buffer->set_tensor(a, file_bytes.data(), 0, file_bytes.size());
+    }
+    const std::byte *row(int64_t m, int64_t mat = 0) const {
+        return file_bytes.data() + size_t(mat) * a->nb[2] + size_t(m) * a->nb[1];
+    }
+};
+
+void skip_without_kernels(DType type) {
+    if (!cpu::has_repacked_layout(type)) GTEST_SKIP() << "this build has no integer kernels";
+}
+
+// The column as the kernels quantize it (Q8_0: llama.cpp's x86 quantizer; Q8_K: reference).
+std::vector<std::byte> quantize_column(DType weight_type, const float *x, int64_t K) {
+    const DType act = traits(weight_type).vec_dot_type;
+    std::vector<std::byte> q(row_size(act, K));
+    if (act == DType::Q8_0) {
+        quant::quantize_activations_q8_0(x, q.data(), K);
+    } else {
+        traits(act).from_float(x, q.data(), K);
+    }
+    return q;
+}
+
+// qgemm.h's order, from the file's bytes: exact integer block sums, then one fma per block.
+float legacy_expected(DType type, const std::byte *row, const std::byte *column, int64_t K) {
+    const auto *y = reinterpret_cast<const quant::BlockQ8_0 *>(column);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < K / 32; ++b) {
+        int32_t sum = 0;
+        float dw;
+        if (type == DType::Q4_0) {
+            const auto &x = reinterpret_cast<const quant::BlockQ4_0 *>(row)[b];
+            for (int i = 0; i < 16; ++i) {
+                sum += ((x.qs[i] & 0x0F) - 8) * y[b].qs[i] + ((x.qs[i] >> 4) - 8) * y[b].qs[i + 16];
+            }
+            dw = fp16_to_f32(x.d);
+        } else {
+            const auto &x = reinterpret_cast<const quant::BlockQ8_0 *>(row)[b];
+            for (int i = 0; i < 32; ++i) sum += x.qs[i] * y[b].qs[i];
+            dw = fp16_to_f32(x.d);
+        }
+        acc = std::fma(float(sum), dw * fp16_to_f32(y[b].d), acc);
+    }
+    return acc;
+}
+
+float q4k_expected(const std::byte *row, const std::byte *column, int64_t K) {
+    const auto *y = reinterpret_cast<const quant::BlockQ8K *>(column);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < K / 256; ++b) {
+        const auto &x = reinterpret_cast<const quant::BlockQ4K *>(row)[b];
+        int32_t sumi = 0, summ = 0;
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t *s = x.scales;
+            const int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+            const int mn = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+            int32_t isum = 0;
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t byte = x.qs[32 * (j / 2) + l];
+                isum += (j % 2 == 0 ? byte & 0x0F : byte >> 4) * y[b].qs[32 * j + l];
+            }
+            sumi += sc * isum;
+            summ += mn * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
+        }
+        const float da = y[b].d;
+        acc = std::fma(float(sumi), fp16_to_f32(x.d) * da, acc);
+        acc = std::fma(float(summ), fp16_to_f32(x.dmin) * -da, acc);
+    }
+    return acc;
+}
+
+float q6k_expected(const std::byte *row, const std::byte *column, int64_t K) {
+    const auto *y = reinterpret_cast<const quant::BlockQ8K *>(column);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < K / 256; ++b) {
+        const auto &x = reinterpret_cast<const quant::BlockQ6K *>(row)[b];
+        int32_t sumi = 0;
+        for (int s = 0; s < 16; ++s) {
+            int32_t isum = 0;
+            for (int i = 0; i < 16; ++i) {
+                const int e = 16 * s + i, h = e / 128, quarter = e % 128 / 32, l = e % 32;
+                const uint8_t lo = x.ql[64 * h + 32 * (quarter % 2) + l];
+                const uint8_t hi = x.qh[32 * h + l];
+                const int q =
+                    ((quarter < 2 ? lo & 0x0F : lo >> 4) | (((hi >> (2 * quarter)) & 3) << 4)) - 32;
+                isum += q * y[b].qs[e];
+            }
+            sumi += x.scales[s] * isum;
+        }
+        acc = std::fma(float(sumi), fp16_to_f32(x.d) * y[b].d, acc);
+    }
+    return acc;
+}
+
+float expected_element(DType type, const std::byte *row, const float *x, int64_t K) {
+    const std::vector<std::byte> column = quantize_column(type, x, K);
+    if (type == DType::Q4_K) return q4k_expected(row, column.data(), K);
+    if (type == DType::Q6_K) return q6k_expected(row, column.data(), K);
+    return legacy_expected(type, row, column.data(), K);
+}
+
+std::vector<float> run(Context &ctx, Tensor *out, int n_threads) {
+    Graph *graph = new_graph(ctx);
+    build_forward_expand(graph, out);
+    CpuBackend(n_threads).graph_compute(*graph);
+    const auto *f = static_cast<const float *>(out->data);
+    return std::vector<float>(f, f + out->nelements());
+}
+
+Tensor *random_f32(Context &ctx, std::initializer_list<int64_t> ne, uint32_t seed) {
+    Tensor *b = ctx.new_tensor(DType::F32, ne);
+    const std::vector<float> x = random_row(b->nelements(), seed);
+    std::memcpy(b->data, x.data(), x.size() * sizeof(float));
+    return b;
+}
+
+// K: legacy blocks not filling a 256 super-block; K-quants two super-blocks.
+int64_t test_depth(DType type) {
+    return traits(type).block_size == 256 ? 512 : 160;
+}
+
+class RepackedMatMul : public ::testing::TestWithParam<DType> {};
+
+TEST_P(RepackedMatMul, LayoutRoundTrips) {
+    const DType type = GetParam();
+    skip_without_kernels(type);
+    RepackedWeights w(type, test_depth(type), 32, 1, 7);
+    ASSERT_TRUE(cpu::is_repacked(w.a));
+    EXPECT_NE(std::memcmp(w.a->data, w.file_bytes.data(), w.file_bytes.size()), 0);
+    std::vector<std::byte> back(w.file_bytes.size());
+    w.buffer->get_tensor(w.a, back.data(), 0, back.size());
+    EXPECT_EQ(back, w.file_bytes);
+    EXPECT_THROW(w.buffer->set_tensor(w.a, w.file_bytes.data(), 0, 16), Error);  // whole only
+}
+
+TEST_P(RepackedMatMul, ExactOrderForEveryBatchAndThreadCount) {
+    const DType type = GetParam();
+    skip_without_kernels(type);
+    const int64_t K = test_depth(type), M = 48;
+    RepackedWeights w(type, K, M, 1, 1);
+    const std::vector<float> a_f = dequantize(type, w.file_bytes, K * M);
+    for (int64_t n : {1, 2, 7, 32, 100}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n);
+        Context ctx({.mem_size = 4u << 20});
+        Tensor *b = random_f32(ctx, {K, n}, uint32_t(n));
+        Tensor *out = mul_mat(ctx, w.a, b);
+        const std::vector<float> got = run(ctx, out, 1);
+        EXPECT_EQ(got, run(ctx, out, 3));
+        double err = 0.0, ref_sq = 0.0;
+        for (int64_t j = 0; j < n; ++j) {
+            const float *x = static_cast<const float *>(b->data) + j * K;
+            const std::vector<float> x_q =
+                dequantize(traits(type).vec_dot_type, quantize_column(type, x, K), K);
+            for (int64_t m = 0; m < M; ++m) {
+                const float v = got[size_t(j * M + m)];
+                ASSERT_EQ(v, expected_element(type, w.row(m), x, K)) << "m=" << m << " j=" << j;
+                double ref = 0.0;
+                for (int64_t k = 0; k < K; ++k)
+                    ref += double(a_f[size_t(m * K + k)]) * x_q[size_t(k)];
+                err += (v - ref) * (v - ref);
+                ref_sq += ref * ref;
+            }
+        }
+        EXPECT_LT(err / ref_sq, 5e-4);
+    }
+}
+
+TEST_P(RepackedMatMul, ExpertsFromIds) {
+    const DType type = GetParam();
+    skip_without_kernels(type);
+    const int64_t K = test_depth(type), M = 32, n_expert = 4, n_used = 2, n_tokens = 9;
+    RepackedWeights w(type, K, M, n_expert, 3);
+    Context ctx({.mem_size = 4u << 20});
+    Tensor *b = random_f32(ctx, {K, n_used, n_tokens}, 4);
+    Tensor *ids = ctx.new_tensor(DType::I32, {n_used, n_tokens});
+    auto *id = static_cast<int32_t *>(ids->data);
+    for (int64_t i = 0; i < n_used * n_tokens; ++i) id[i] = int32_t((i * 3 + 1) % n_expert);
+    Tensor *out = mul_mat_id(ctx, w.a, b, ids);
+    const std::vector<float> got = run(ctx, out, 2);
+    EXPECT_EQ(got, run(ctx, out, 1));
+    for (int64_t p = 0; p < n_used * n_tokens; ++p) {
+        const float *x = static_cast<const float *>(b->data) + p * K;
+        for (int64_t m = 0; m < M; ++m) {
+            ASSERT_EQ(got[size_t(p * M + m)], expected_element(type, w.row(m, id[p]), x, K))
+                << "pair " << p << " m=" << m;
+        }
+    }
+}
+
+// Only a matrix product can read the interleaved bytes; anything else is refused up front.
+TEST_P(RepackedMatMul, OtherReadersAreRefused) {
+    const DType type = GetParam();
+    skip_without_kernels(type);
+    RepackedWeights w(type, test_depth(type), 16, 1, 5);
+    Context ctx({.mem_size = 1u << 20});
+    Tensor *idx = ctx.new_tensor(DType::I32, {1});
+    *static_cast<int32_t *>(idx->data) = 0;
+    Graph *graph = new_graph(ctx);
+    build_forward_expand(graph, get_rows(ctx, w.a, idx));
+    try {
+        CpuBackend(1).graph_compute(*graph);
+        FAIL() << "get_rows read repacked weights";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("no kernel"), std::string::npos) << e.what();
+    }
+}
+
+// A matrix whose rows do not fill groups of 16 stays in the file's layout and multiplies as usual.
+TEST_P(RepackedMatMul, UngroupableRowsStayPlain) {
+    const DType type = GetParam();
+    skip_without_kernels(type);
+    const int64_t K = test_depth(type), M = 20;
+    RepackedWeights w(type, K, M, 1, 9);
+    EXPECT_FALSE(cpu::is_repacked(w.a));
+    EXPECT_EQ(std::memcmp(w.a->data, w.file_bytes.data(), w.file_bytes.size()), 0);
+    Context ctx({.mem_size = 1u << 20});
+    Tensor *b = random_f32(ctx, {K, 3}, 2);
+    const std::vector<float> got = run(ctx, mul_mat(ctx, w.a, b), 2);
+    const DTypeTraits &t = traits(type);
+    for (int64_t m = 0; m < M; ++m) {
+        const std::vector<std::byte> q =
+            quantize_column(type, static_cast<const float *>(b->data) + K, K);
+        EXPECT_EQ(got[size_t(M + m)], t.vec_dot(K, w.row(m), q.data())) << m;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, RepackedMatMul, ::testing::ValuesIn(kRepackedTypes),
+                         [](const auto &info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace loom
