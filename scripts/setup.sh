@@ -13,6 +13,8 @@ packages=(
     libfmt-dev       # message formatting (g++ 12 has no <format>)
     libcli11-dev     # the loom command's subcommands and options
     nlohmann-json3-dev  # JSON (loom gguf dump --json)
+    pkg-config       # finds PCRE2
+    libpcre2-dev     # Unicode-aware regexes for the BPE pre-tokenizers
 )
 # `setup.sh fuzz`: what `make fuzz-gguf` adds (libFuzzer comes with clang's runtime).
 if [ "${1:-}" = "fuzz" ]; then

@@ -44,10 +44,6 @@ struct RepackedWeights {
     }
 };
 
-void skip_without_kernels(DType type) {
-    if (!cpu::has_repacked_layout(type)) GTEST_SKIP() << "this build has no integer kernels";
-}
-
 // The column as the kernels quantize it (Q8_0: llama.cpp's x86 quantizer; Q8_K: reference).
 std::vector<std::byte> quantize_column(DType weight_type, const float *x, int64_t K) {
     const DType act = traits(weight_type).vec_dot_type;
@@ -158,11 +154,17 @@ int64_t test_depth(DType type) {
     return traits(type).block_size == 256 ? 512 : 160;
 }
 
-class RepackedMatMul : public ::testing::TestWithParam<DType> {};
+class RepackedMatMul : public ::testing::TestWithParam<DType> {
+  protected:
+    void SetUp() override {
+        if (!cpu::has_repacked_layout(GetParam())) {
+            GTEST_SKIP() << "this build has no integer kernels";
+        }
+    }
+};
 
 TEST_P(RepackedMatMul, LayoutRoundTrips) {
     const DType type = GetParam();
-    skip_without_kernels(type);
     RepackedWeights w(type, test_depth(type), 32, 1, 7);
     ASSERT_TRUE(cpu::is_repacked(w.a));
     EXPECT_NE(std::memcmp(w.a->data, w.file_bytes.data(), w.file_bytes.size()), 0);
@@ -174,7 +176,6 @@ TEST_P(RepackedMatMul, LayoutRoundTrips) {
 
 TEST_P(RepackedMatMul, ExactOrderForEveryBatchAndThreadCount) {
     const DType type = GetParam();
-    skip_without_kernels(type);
     const int64_t K = test_depth(type), M = 48;
     RepackedWeights w(type, K, M, 1, 1);
     const std::vector<float> a_f = dequantize(type, w.file_bytes, K * M);
@@ -206,7 +207,6 @@ TEST_P(RepackedMatMul, ExactOrderForEveryBatchAndThreadCount) {
 
 TEST_P(RepackedMatMul, ExpertsFromIds) {
     const DType type = GetParam();
-    skip_without_kernels(type);
     const int64_t K = test_depth(type), M = 32, n_expert = 4, n_used = 2, n_tokens = 9;
     RepackedWeights w(type, K, M, n_expert, 3);
     Context ctx({.mem_size = 4u << 20});
@@ -229,7 +229,6 @@ TEST_P(RepackedMatMul, ExpertsFromIds) {
 // Only a matrix product can read the interleaved bytes; anything else is refused up front.
 TEST_P(RepackedMatMul, OtherReadersAreRefused) {
     const DType type = GetParam();
-    skip_without_kernels(type);
     RepackedWeights w(type, test_depth(type), 16, 1, 5);
     Context ctx({.mem_size = 1u << 20});
     Tensor *idx = ctx.new_tensor(DType::I32, {1});
@@ -247,7 +246,6 @@ TEST_P(RepackedMatMul, OtherReadersAreRefused) {
 // A matrix whose rows do not fill groups of 16 stays in the file's layout and multiplies as usual.
 TEST_P(RepackedMatMul, UngroupableRowsStayPlain) {
     const DType type = GetParam();
-    skip_without_kernels(type);
     const int64_t K = test_depth(type), M = 20;
     RepackedWeights w(type, K, M, 1, 9);
     EXPECT_FALSE(cpu::is_repacked(w.a));
