@@ -124,6 +124,7 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
     for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * kGroupBlock;
+        prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * col;
         const Q4KScales scales = unpack_q4k_scales(w + kScales);
         __m512i sumi[NC];
@@ -175,6 +176,7 @@ void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
     for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * kGroupBlock;
+        prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * col;
         __m512i sumi[NC];
         for (int c = 0; c < NC; ++c) sumi[c] = _mm512_setzero_si512();

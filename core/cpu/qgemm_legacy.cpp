@@ -67,6 +67,7 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
     for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * kGroupBlock;
+        prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(w)));
         __m512i q[8];  // q[t]: elements 4t..4t+3 of the 16 rows

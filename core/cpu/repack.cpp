@@ -161,4 +161,8 @@ BufferType &cpu_repack_buffer_type() {
     return type;
 }
 
+bool cpu_repacks(const Tensor *t) {
+    return cpu::can_repack(t);
+}
+
 }  // namespace loom

@@ -130,11 +130,13 @@ inline vf exp_nonpositive(vf x) {
 // Reading rows of each float dtype: VL elements from element i as floats, or one.
 
 struct LoadF32 {
+    static constexpr int64_t kSize = sizeof(float);  // bytes per element
     static vf vec(const void *row, int64_t i) { return load(static_cast<const float *>(row) + i); }
     static float one(const void *row, int64_t i) { return static_cast<const float *>(row)[i]; }
 };
 
 struct LoadF16 {
+    static constexpr int64_t kSize = sizeof(uint16_t);  // bytes per element
     static vf vec(const void *row, int64_t i) {
         const uint16_t *h = static_cast<const uint16_t *>(row) + i;
 #if LOOM_VEC_BYTES == 64
@@ -158,6 +160,7 @@ struct LoadF16 {
 
 // bfloat16 is the top half of a float: widen each lane and shift it up.
 struct LoadBF16 {
+    static constexpr int64_t kSize = sizeof(uint16_t);  // bytes per element
     static vf vec(const void *row, int64_t i) {
         vh h;
         std::memcpy(&h, static_cast<const uint16_t *>(row) + i, sizeof h);

@@ -36,5 +36,8 @@ class CpuBackend : public Backend {
 // tensors only; such tensors can be read by mul_mat and mul_mat_id as weights and by nothing
 // else. Other tensors are stored as given.
 BufferType &cpu_repack_buffer_type();
+// Whether cpu_repack_buffer_type() would store t interleaved (otherwise it would hold a plain copy,
+// which gains nothing).
+bool cpu_repacks(const Tensor *t);
 
 }  // namespace loom

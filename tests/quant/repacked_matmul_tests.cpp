@@ -151,7 +151,7 @@ Tensor *random_f32(Context &ctx, std::initializer_list<int64_t> ne, uint32_t see
 
 // K: legacy blocks not filling a 256 super-block; K-quants two super-blocks.
 int64_t test_depth(DType type) {
-    return traits(type).block_size == 256 ? 512 : 160;
+    return traits(type).block_size == 256 ? 512 : 768;
 }
 
 class RepackedMatMul : public ::testing::TestWithParam<DType> {
@@ -179,7 +179,7 @@ TEST_P(RepackedMatMul, ExactOrderForEveryBatchAndThreadCount) {
     const int64_t K = test_depth(type), M = 48;
     RepackedWeights w(type, K, M, 1, 1);
     const std::vector<float> a_f = dequantize(type, w.file_bytes, K * M);
-    for (int64_t n : {1, 2, 7, 32, 100}) {
+    for (int64_t n : {1, 2, 7, 24, 32, 100}) {
         SCOPED_TRACE(::testing::Message() << "n=" << n);
         Context ctx({.mem_size = 4u << 20});
         Tensor *b = random_f32(ctx, {K, n}, uint32_t(n));
