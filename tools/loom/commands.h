@@ -10,5 +10,6 @@ namespace loom::tools {
 
 void add_demo_command(CLI::App &app, int &exit_code);
 void add_gguf_command(CLI::App &app, int &exit_code);
+void add_tokenize_command(CLI::App &app, int &exit_code);
 
 }  // namespace loom::tools

@@ -30,6 +30,7 @@ int main(int argc, char **argv) {
     int exit_code = 0;
     loom::tools::add_demo_command(app, exit_code);
     loom::tools::add_gguf_command(app, exit_code);
+    loom::tools::add_tokenize_command(app, exit_code);
 
     try {
         app.parse(argc, argv);
