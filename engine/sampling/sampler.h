@@ -1,0 +1,65 @@
+#pragma once
+// Picks the next token from a position's logits with llama.cpp's default chain:
+//   penalties -> top-k -> typical -> top-p -> min-p -> temperature -> seeded draw.
+// NaN logits are treated as -inf, and -inf logits are never chosen; when every logit is one of
+// them, sample() throws loom::Error. Tokens at +inf share all the probability equally.
+#include <cstdint>
+#include <random>
+#include <span>
+
+#include "engine/sampling/candidates.h"
+#include "engine/sampling/penalties.h"
+
+namespace loom::engine {
+
+// llama.cpp's LLAMA_DEFAULT_SEED: the Sampler takes its seed from std::random_device.
+inline constexpr uint64_t kRandomSeed = 0xFFFFFFFF;
+
+// llama.cpp's defaults.
+struct SamplingParams {
+    float temperature = 0.8f;     // <= 0: greedy (argmax, ties to the lowest id)
+    int32_t top_k = 40;           // <= 0: off
+    float top_p = 0.95f;          // >= 1: off
+    float min_p = 0.05f;          // <= 0: off
+    float typical_p = 1.0f;       // >= 1: off
+    float repeat_penalty = 1.0f;  // 1: off; must be > 0
+    float frequency_penalty = 0.0f, presence_penalty = 0.0f;
+    int32_t penalty_last_n = 64;  // history the penalties see; -1: every accepted token, 0: none
+    uint64_t seed = kRandomSeed;  // any other value makes the draws deterministic
+};
+
+class Sampler {
+  public:
+    // Throws loom::Error for a non-finite float, repeat_penalty <= 0 or penalty_last_n < -1.
+    explicit Sampler(const SamplingParams &params);
+
+    // Picks the next token from one position's logits (n_vocab floats); does not record it.
+    // Greedy (temperature <= 0) takes the argmax of the penalized logits and skips the draw.
+    int32_t sample(std::span<const float> logits);
+
+    // Records a token in the history the penalties use (prompt tokens too, if the caller wants).
+    void accept(int32_t token) { history_.push(token); }
+
+    // Clears the history and re-seeds: the same draws again for a fixed seed, a new random
+    // seed for kRandomSeed.
+    void reset();
+
+    // The candidates left after the last sample(), most likely first, with the logits and
+    // probabilities the draw used (after penalties, truncation and temperature). Greedy
+    // reports the top-k (all tokens if top_k <= 0) at temperature 1.
+    std::span<const TokenProb> candidates() const { return candidates_.data; }
+
+    const SamplingParams &params() const { return params_; }
+    uint64_t seed() const { return seed_; }  // the seed in use, random or not
+
+  private:
+    int32_t draw();
+
+    SamplingParams params_;
+    TokenHistory history_;
+    Candidates candidates_;  // reused between calls: one allocation of n_vocab entries
+    uint64_t seed_ = 0;
+    std::mt19937 rng_;
+};
+
+}  // namespace loom::engine
