@@ -1,0 +1,70 @@
+#pragma once
+// A model ready to decode: the KV cache, the compute backend and the graph of the last ubatch
+// (kept and reused while the next ubatch fits it).
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/context/batch.h"
+#include "engine/graph/graph_result.h"
+#include "engine/kv_cache/kv_cache.h"
+#include "engine/model/model.h"
+#include "loom/alloc.h"
+#include "loom/cpu.h"
+
+namespace loom::engine {
+
+struct ContextOptions {
+    int64_t n_ctx = 4096;    // KV cells; 0: the model's training context
+    int64_t n_batch = 2048;  // most tokens one decode() takes
+    int64_t n_ubatch = 512;  // most tokens one graph computes
+    int n_threads = 0;       // 0: one per core
+    bool flash_attn = false;
+    DType kv_type = DType::F16;
+    int n_seq_max = 1;  // sequence ids are 0 .. n_seq_max - 1
+    bool graph_reuse = true;
+};
+
+struct DecodeStats {
+    int64_t graph_builds = 0;
+    int64_t graph_reuses = 0;
+    double build_seconds = 0.0;    // building and allocating graphs, setting inputs
+    double compute_seconds = 0.0;  // running them
+};
+
+class Context {
+  public:
+    Context(const Model &model, const ContextOptions &options);
+
+    // Decodes every token of the batch; the logits of the tokens flagged in batch.logits are then
+    // available through logits(). Throws loom::Error("[decode] ...") on a bad batch (token id out
+    // of range, unknown sequence, more tokens than n_batch) or when the KV cache cannot hold it;
+    // the cache is then left as before the call.
+    void decode(const Batch &batch);
+
+    // Logits of the i-th flagged token of the last batch (in batch order): n_vocab floats.
+    std::span<const float> logits(int64_t i) const;
+    int64_t n_outputs() const { return n_outputs_; }
+
+    const Model &model() const { return model_; }
+    const ContextOptions &options() const { return options_; }
+    KvCache &kv() { return kv_; }
+    const DecodeStats &stats() const { return stats_; }
+
+  private:
+    void check(const Batch &batch) const;
+    void decode_ubatch(const Ubatch &u, int64_t &out_row);
+    void apply_kv_shift();
+
+    const Model &model_;
+    ContextOptions options_;
+    KvCache kv_;
+    CpuBackend backend_;
+    GraphAllocator allocator_;
+    std::unique_ptr<GraphResult> graph_;
+    std::vector<float> logits_;
+    int64_t n_outputs_ = 0;
+    DecodeStats stats_;
+};
+
+}  // namespace loom::engine

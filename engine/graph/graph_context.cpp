@@ -1,0 +1,158 @@
+#include "engine/graph/graph_context.h"
+
+#include <fmt/format.h>
+#include <cmath>
+
+#include "loom/error.h"
+
+namespace loom::engine {
+
+GraphContext::GraphContext(const GraphParams &params, GraphResult &result)
+    : model(*params.model),
+      hp(params.model->hparams()),
+      w(params.model->weights()),
+      kv(*params.kv),
+      ubatch(params.ubatch),
+      n_tokens(params.ubatch.n_tokens()),
+      n_outputs(params.n_outputs),
+      n_kv(params.n_kv),
+      flash_attn(params.cparams.flash_attn),
+      ctx0(result.ctx()),
+      gf(new_graph(result.ctx(), kGraphNodes)),
+      res_(result),
+      params_(params) {
+    res_.set_graph(gf);
+}
+
+Tensor *GraphContext::name(Tensor *t, const char *base, int64_t il) const {
+    return set_name(t, il < 0 ? std::string(base) : fmt::format("{}-{}", base, il));
+}
+
+Tensor *GraphContext::build_inp_embd() {
+    auto *inp = res_.add_input(std::make_unique<InputEmbd>());
+    if (ubatch.has_embd()) {
+        inp->embd = name(set_input(ctx0.new_tensor(DType::F32, {hp.n_embd, n_tokens})), "inp_embd");
+        return inp->embd;
+    }
+    inp->tokens = name(set_input(ctx0.new_tensor(DType::I32, {n_tokens})), "inp_tokens");
+    Tensor *cur = name(get_rows(ctx0, w.tok_embd, inp->tokens), "inp_embd");
+    // The lookup depends only on an input: scheduled first, where its (large) weight is.
+    build_forward_order(gf, cur);
+    return cur;
+}
+
+Tensor *GraphContext::build_inp_pos() {
+    auto *inp = res_.add_input(std::make_unique<InputPos>());
+    inp->pos = name(set_input(ctx0.new_tensor(DType::I32, {n_tokens})), "inp_pos");
+    return inp->pos;
+}
+
+Tensor *GraphContext::build_inp_out_ids() {
+    if (n_outputs == n_tokens) return nullptr;
+    auto *inp = res_.add_input(std::make_unique<InputOutIds>());
+    inp->ids = name(set_input(ctx0.new_tensor(DType::I32, {n_outputs})), "inp_out_ids");
+    return inp->ids;
+}
+
+InputAttnKv *GraphContext::build_attn_inp_kv() {
+    auto *inp = res_.add_input(std::make_unique<InputAttnKv>());
+    inp->k_idxs = name(set_input(ctx0.new_tensor(DType::I64, {n_tokens})), "inp_k_idxs");
+    inp->v_idxs =
+        name(set_input(ctx0.new_tensor(DType::I64, {kv.v_idxs_count(n_tokens)})), "inp_v_idxs");
+    inp->kq_mask = name(set_input(ctx0.new_tensor(DType::F32, {n_kv, n_tokens})), "kq_mask");
+    return inp;
+}
+
+Tensor *GraphContext::build_norm(Tensor *cur, Tensor *weight, Tensor *bias, NormType type,
+                                 int64_t il) {
+    cur =
+        type == NormType::rms ? rms_norm(ctx0, cur, hp.norm_rms_eps) : norm(ctx0, cur, hp.norm_eps);
+    if (weight != nullptr) cur = mul(ctx0, cur, weight);
+    if (bias != nullptr) cur = add(ctx0, cur, bias);
+    return name(cur, "norm", il);
+}
+
+Tensor *GraphContext::build_linear(Tensor *weight, Tensor *x, Tensor *bias) {
+    Tensor *cur = mul_mat(ctx0, weight, x);
+    return bias != nullptr ? add(ctx0, cur, bias) : cur;
+}
+
+Tensor *GraphContext::build_ffn(Tensor *cur, const FfnWeights &ffn, int64_t il) {
+    Tensor *up = name(build_linear(ffn.up, cur, ffn.up_b), "ffn_up", il);
+    Tensor *act;
+    if (ffn.gate != nullptr) {
+        Tensor *gate = name(build_linear(ffn.gate, cur, ffn.gate_b), "ffn_gate", il);
+        switch (ffn.act) {
+            case Activation::silu:
+                act = swiglu_split(ctx0, gate, up);
+                break;
+            case Activation::gelu:
+                act = geglu_split(ctx0, gate, up);
+                break;
+            case Activation::relu:
+                act = mul(ctx0, relu(ctx0, gate), up);
+                break;
+        }
+    } else {
+        switch (ffn.act) {
+            case Activation::silu:
+                act = silu(ctx0, up);
+                break;
+            case Activation::gelu:
+                act = gelu(ctx0, up);
+                break;
+            case Activation::relu:
+                act = relu(ctx0, up);
+                break;
+        }
+    }
+    return name(build_linear(ffn.down, name(act, "ffn_act", il), ffn.down_b), "ffn_out", il);
+}
+
+RopeParams rope_params(const Model &model) {
+    const HParams &hp = model.hparams();
+    return {.n_dims = int32_t(hp.n_rot),
+            .mode = model.arch().rope_mode,
+            .n_ctx_orig = int32_t(hp.n_ctx_orig),
+            .freq_base = hp.rope_freq_base,
+            .freq_scale = hp.rope_freq_scale};
+}
+
+Tensor *GraphContext::build_rope(Tensor *x, Tensor *pos, int64_t il) {
+    return rope_ext(ctx0, x, pos, rope_params(model), w.rope_factors);
+}
+
+Tensor *GraphContext::build_attn(InputAttnKv *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur,
+                                 Tensor *k_cur, Tensor *v_cur, float kq_scale, int64_t il) {
+    // The writes come first in the graph, so the reads below see this ubatch's K and V.
+    Tensor *k_2d = reshape(ctx0, cont(ctx0, k_cur), {hp.n_embd_k_gqa(), n_tokens});
+    Tensor *v_2d = reshape(ctx0, cont(ctx0, v_cur), {hp.n_embd_v_gqa(), n_tokens});
+    build_forward_expand(gf, name(kv.store_k(ctx0, il, k_2d, inp->k_idxs), "k_store", il));
+    build_forward_expand(gf, name(kv.store_v(ctx0, il, v_2d, inp->v_idxs), "v_store", il));
+
+    Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head]
+    Tensor *k = kv.k_view(ctx0, il, n_kv);         // [head_dim, n_kv, n_head_kv]
+    Tensor *v = kv.v_view(ctx0, il, n_kv);
+    Tensor *cur;
+    if (flash_attn) {
+        // [head_dim_v, n_head, n_tokens]
+        cur = flash_attn_ext(ctx0, q, k, v, inp->kq_mask, {.scale = kq_scale});
+    } else {
+        Tensor *kq = name(mul_mat(ctx0, k, q), "kq", il);  // [n_kv, n_tokens, n_head]
+        kq = name(soft_max_ext(ctx0, kq, inp->kq_mask, {.scale = kq_scale}), "kq_soft_max", il);
+        Tensor *kqv = mul_mat(ctx0, v, kq);                // [head_dim_v, n_tokens, n_head]
+        cur = cont(ctx0, permute(ctx0, kqv, 0, 2, 1, 3));  // [head_dim_v, n_head, n_tokens]
+    }
+    cur = reshape(ctx0, cur, {hp.n_embd_head_v * hp.n_head, n_tokens});
+    return name(build_linear(wo, name(cur, "kqv_out", il), wo_b), "attn_out", il);
+}
+
+void GraphContext::build_logits(Tensor *cur) {
+    res_.embd = name(cur, "result_norm");
+    Tensor *logits = build_linear(w.output, cur);
+    if (hp.f_logit_scale != 0.0f) logits = scale(ctx0, logits, hp.f_logit_scale);
+    res_.logits = name(set_output(logits), "result_output");
+    build_forward_expand(gf, res_.logits);
+}
+
+}  // namespace loom::engine

@@ -1,0 +1,73 @@
+#pragma once
+// The building blocks every architecture's graph is made of. A GraphContext unpacks one
+// GraphParams into const members and records the graph into a GraphResult; the architecture
+// file (engine/models/) only says which blocks, in which order, on which weights.
+#include "engine/graph/graph_inputs.h"
+#include "engine/graph/graph_params.h"
+#include "engine/graph/graph_result.h"
+#include "engine/kv_cache/kv_cache.h"
+#include "engine/model/model.h"
+
+namespace loom::engine {
+
+// Node budget of one graph: a few dozen nodes per layer for the largest models.
+inline constexpr size_t kGraphNodes = 16384;
+
+enum class NormType { rms, layer };
+enum class Activation { silu, gelu, relu };
+
+// A feed-forward block: down(act(gate(x)) * up(x)) when gate is given, else down(act(up(x))).
+struct FfnWeights {
+    Tensor *up = nullptr, *up_b = nullptr;
+    Tensor *gate = nullptr, *gate_b = nullptr;
+    Tensor *down = nullptr, *down_b = nullptr;
+    Activation act = Activation::silu;
+};
+
+// The rotary embedding of a model: its architecture's mode and its frequencies.
+RopeParams rope_params(const Model &model);
+
+class GraphContext {
+  public:
+    GraphContext(const GraphParams &params, GraphResult &result);
+
+    const Model &model;
+    const HParams &hp;
+    const ModelWeights &w;
+    const KvCache &kv;
+    const Ubatch &ubatch;
+    const int64_t n_tokens, n_outputs, n_kv;
+    const bool flash_attn;
+    loom::Context &ctx0;
+    Graph *const gf;
+
+    // Inputs
+    Tensor *build_inp_embd();     // F32 [n_embd, n_tokens]
+    Tensor *build_inp_pos();      // I32 [n_tokens]
+    Tensor *build_inp_out_ids();  // I32 [n_outputs], null when every token is an output
+    InputAttnKv *build_attn_inp_kv();
+
+    // Blocks
+    Tensor *build_norm(Tensor *cur, Tensor *weight, Tensor *bias, NormType type, int64_t il);
+    // w · x (+ b)
+    Tensor *build_linear(Tensor *weight, Tensor *x, Tensor *bias = nullptr);
+    Tensor *build_ffn(Tensor *cur, const FfnWeights &ffn, int64_t il);
+    // Rotary embedding of x [head_dim, n_heads, n_tokens] at the positions `pos`, as the
+    // architecture's rope mode and the model's frequencies say.
+    Tensor *build_rope(Tensor *x, Tensor *pos, int64_t il);
+    // Stores k_cur / v_cur [head_dim, n_head_kv, n_tokens] in the cache, attends q_cur
+    // [head_dim, n_head, n_tokens] over it and projects with wo: [n_embd, n_tokens].
+    Tensor *build_attn(InputAttnKv *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur, Tensor *k_cur,
+                       Tensor *v_cur, float kq_scale, int64_t il);
+    // The LM head on the final hidden state [n_embd, n_outputs]: logits F32 [n_vocab, n_outputs].
+    void build_logits(Tensor *cur);
+
+    // Names a node "<name>-<il>" (or "<name>" for il < 0) and returns it.
+    Tensor *name(Tensor *t, const char *base, int64_t il = -1) const;
+
+  private:
+    GraphResult &res_;
+    const GraphParams &params_;
+};
+
+}  // namespace loom::engine

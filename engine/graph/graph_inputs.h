@@ -1,0 +1,43 @@
+#pragma once
+// The graph inputs GraphContext creates: each owns its tensors and fills them for a ubatch.
+#include "engine/graph/graph_result.h"
+
+namespace loom::engine {
+
+// Token ids I32 [n_tokens] (for get_rows on the embedding matrix), or raw embeddings F32
+// [n_embd, n_tokens].
+class InputEmbd : public GraphInput {
+  public:
+    Tensor *tokens = nullptr;
+    Tensor *embd = nullptr;
+    void set_input(const GraphParams &params) override;
+    bool can_reuse(const GraphParams &params) const override;
+};
+
+// Positions I32 [n_tokens].
+class InputPos : public GraphInput {
+  public:
+    Tensor *pos = nullptr;
+    void set_input(const GraphParams &params) override;
+    bool can_reuse(const GraphParams &params) const override;
+};
+
+// Rows of the ubatch whose logits are wanted, I32 [n_outputs].
+class InputOutIds : public GraphInput {
+  public:
+    Tensor *ids = nullptr;
+    void set_input(const GraphParams &params) override;
+    bool can_reuse(const GraphParams &params) const override;
+};
+
+// Attention over the KV cache: where this ubatch's K and V go and what each token may see.
+class InputAttnKv : public GraphInput {
+  public:
+    Tensor *k_idxs = nullptr;   // I64 [n_tokens]
+    Tensor *v_idxs = nullptr;   // I64 [n_tokens] (or one per element of V when V is transposed)
+    Tensor *kq_mask = nullptr;  // F32 [n_kv, n_tokens]
+    void set_input(const GraphParams &params) override;
+    bool can_reuse(const GraphParams &params) const override;
+};
+
+}  // namespace loom::engine

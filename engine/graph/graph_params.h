@@ -1,0 +1,40 @@
+#pragma once
+// Everything one graph build depends on, by value, so that the next ubatch can tell cheaply
+// whether the graph it needs is the one already built (allow_reuse).
+#include <cstdint>
+
+#include "engine/context/batch.h"
+#include "engine/model/hparams.h"
+
+namespace loom::engine {
+
+class Model;
+class KvCache;
+
+// The run parameters a graph depends on (the rest of the context's options do not matter to it).
+struct ComputeParams {
+    int64_t n_ctx = 0;
+    bool flash_attn = false;
+    bool causal = true;
+};
+
+struct GraphParams {
+    const Model *model = nullptr;
+    const KvCache *kv = nullptr;
+    ComputeParams cparams;
+    Ubatch ubatch;          // a copy: the graph's shapes come from it
+    int64_t n_outputs = 0;  // tokens whose logits the graph returns
+    int64_t n_kv = 0;       // KV cells attended over
+
+    // Same handles, options and shapes: the built graph computes this ubatch once its inputs are
+    // set.
+    bool allow_reuse(const GraphParams &other) const {
+        return model == other.model && kv == other.kv &&
+               cparams.flash_attn == other.cparams.flash_attn &&
+               cparams.causal == other.cparams.causal && n_outputs == other.n_outputs &&
+               n_kv == other.n_kv && ubatch.n_tokens() == other.ubatch.n_tokens() &&
+               ubatch.has_embd() == other.ubatch.has_embd();
+    }
+};
+
+}  // namespace loom::engine

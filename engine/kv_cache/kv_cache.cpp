@@ -1,0 +1,214 @@
+#include "engine/kv_cache/kv_cache.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "loom/error.h"
+
+namespace loom::engine {
+
+KvCache::KvCache(const HParams &hp, const KvCacheParams &params)
+    : hp_(hp), params_(params), cells_(size_t(params.size)) {
+    if (params.size <= 0) fail("kv", "cache size {} must be positive", params.size);
+    const size_t n_tensors = size_t(2 * hp.n_layer);
+    ctx_ = std::make_unique<loom::Context>(
+        ContextParams{.mem_size = n_tensors * 512 + 4096, .no_alloc = true});
+    std::vector<Tensor *> all;
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        Tensor *k = ctx_->new_tensor(params.type_k, {hp.n_embd_k_gqa(), params.size});
+        Tensor *v = params.v_trans
+                        ? ctx_->new_tensor(params.type_v, {params.size, hp.n_embd_v_gqa()})
+                        : ctx_->new_tensor(params.type_v, {hp.n_embd_v_gqa(), params.size});
+        set_name(k, "cache_k_l" + std::to_string(il));
+        set_name(v, "cache_v_l" + std::to_string(il));
+        k_.push_back(k);
+        v_.push_back(v);
+        all.push_back(k);
+        all.push_back(v);
+    }
+    buffer_ = place_tensors(host_buffer_type(), all);
+    // Cells outside every sequence are masked, but their (zero) values still enter the products.
+    buffer_->clear(0);
+}
+
+int64_t KvCache::used() const {
+    return std::count_if(cells_.begin(), cells_.end(), [](const Cell &c) { return !c.empty(); });
+}
+
+bool KvCache::find_slot(const Ubatch &u) {
+    slot_.clear();
+    for (int32_t c = 0; c < int32_t(cells_.size()) && int64_t(slot_.size()) < u.n_tokens(); ++c) {
+        if (cells_[size_t(c)].empty()) slot_.push_back(c);
+    }
+    if (int64_t(slot_.size()) < u.n_tokens()) {
+        slot_.clear();
+        return false;
+    }
+    for (int64_t t = 0; t < u.n_tokens(); ++t) {
+        Cell &cell = cells_[size_t(slot_[size_t(t)])];
+        cell.pos = u.pos[size_t(t)];
+        cell.delta = 0;
+        cell.seqs = {u.seq_id[size_t(t)]};
+    }
+    return true;
+}
+
+int64_t KvCache::n_kv() const {
+    int64_t last = 0;
+    for (int64_t c = size(); c > 0; --c) {
+        if (!cells_[size_t(c - 1)].empty()) {
+            last = c;
+            break;
+        }
+    }
+    return std::min(
+        size(), std::max<int64_t>(kWindowPad, (last + kWindowPad - 1) / kWindowPad * kWindowPad));
+}
+
+void KvCache::clear() {
+    for (Cell &c : cells_) c = Cell{};
+    has_shift_ = false;
+}
+
+void KvCache::seq_rm(SeqId seq, Pos p0, Pos p1) {
+    for (Cell &c : cells_) {
+        if (c.empty() || !in_range(c, p0, p1)) continue;
+        if (seq < 0) {
+            c.seqs.clear();
+        } else {
+            c.seqs.erase(seq);
+        }
+        if (c.empty()) c = Cell{};
+    }
+}
+
+void KvCache::seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1) {
+    if (src == dst) return;
+    for (Cell &c : cells_) {
+        if (c.seqs.contains(src) && in_range(c, p0, p1)) c.seqs.insert(dst);
+    }
+}
+
+void KvCache::seq_keep(SeqId seq) {
+    for (Cell &c : cells_) {
+        if (c.seqs.contains(seq)) {
+            c.seqs = {seq};
+        } else {
+            c = Cell{};
+        }
+    }
+}
+
+void KvCache::seq_add(SeqId seq, Pos p0, Pos p1, Pos delta) {
+    if (delta == 0) return;
+    for (Cell &c : cells_) {
+        if (!c.seqs.contains(seq) || !in_range(c, p0, p1)) continue;
+        has_shift_ = true;
+        c.pos += delta;
+        c.delta += delta;
+        if (c.pos < 0) c = Cell{};  // shifted out of the context
+    }
+}
+
+void KvCache::seq_div(SeqId seq, Pos p0, Pos p1, int d) {
+    if (d == 1) return;
+    if (d <= 0) fail("kv", "seq_div by {}", d);
+    for (Cell &c : cells_) {
+        if (!c.seqs.contains(seq) || !in_range(c, p0, p1)) continue;
+        has_shift_ = true;
+        const Pos p = c.pos;
+        c.pos /= d;
+        c.delta += c.pos - p;
+    }
+}
+
+Pos KvCache::seq_pos_max(SeqId seq) const {
+    Pos m = -1;
+    for (const Cell &c : cells_) {
+        if (c.seqs.contains(seq)) m = std::max(m, c.pos);
+    }
+    return m;
+}
+
+Pos KvCache::seq_pos_min(SeqId seq) const {
+    Pos m = -1;
+    for (const Cell &c : cells_) {
+        if (c.seqs.contains(seq) && (m < 0 || c.pos < m)) m = c.pos;
+    }
+    return m;
+}
+
+std::vector<int32_t> KvCache::take_shift() {
+    std::vector<int32_t> deltas(cells_.size());
+    for (size_t i = 0; i < cells_.size(); ++i) {
+        deltas[i] = cells_[i].delta;
+        cells_[i].delta = 0;
+    }
+    has_shift_ = false;
+    return deltas;
+}
+
+Tensor *KvCache::k_view(loom::Context &ctx, int64_t il, int64_t n_kv) const {
+    const Tensor *k = k_[size_t(il)];
+    const int64_t head = hp_.n_embd_head_k;
+    const size_t elt = traits(k->type).type_size;
+    return view_3d(ctx, k_[size_t(il)], head, n_kv, hp_.n_head_kv, k->nb[1], head * elt, 0);
+}
+
+Tensor *KvCache::v_view(loom::Context &ctx, int64_t il, int64_t n_kv) const {
+    Tensor *v = v_[size_t(il)];
+    const int64_t head = hp_.n_embd_head_v;
+    const size_t elt = traits(v->type).type_size;
+    if (params_.v_trans) {
+        // element (cell, d) of head h at (h * head + d) * size + cell
+        return view_3d(ctx, v, n_kv, head, hp_.n_head_kv, v->nb[1], v->nb[1] * size_t(head), 0);
+    }
+    return view_3d(ctx, v, head, n_kv, hp_.n_head_kv, v->nb[1], head * elt, 0);
+}
+
+Tensor *KvCache::store_k(loom::Context &ctx, int64_t il, Tensor *k_cur, Tensor *k_idxs) const {
+    return set_rows(ctx, k_[size_t(il)], k_cur, k_idxs);
+}
+
+int64_t KvCache::v_idxs_count(int64_t n_tokens) const {
+    return params_.v_trans ? n_tokens * hp_.n_embd_v_gqa() : n_tokens;
+}
+
+Tensor *KvCache::store_v(loom::Context &ctx, int64_t il, Tensor *v_cur, Tensor *v_idxs) const {
+    Tensor *v = v_[size_t(il)];
+    if (!params_.v_trans) return set_rows(ctx, v, v_cur, v_idxs);
+    // Every element is its own row of one value: element d of token t goes to d * size + cell.
+    const int64_t n = v_cur->ne[0] * v_cur->ne[1];
+    Tensor *cells = view_2d(ctx, v, 1, v->ne[0] * v->ne[1], traits(v->type).type_size, 0);
+    return set_rows(ctx, cells, reshape(ctx, cont(ctx, v_cur), {1, n}), v_idxs);
+}
+
+void KvCache::fill_k_idxs(int64_t *out) const {
+    for (size_t t = 0; t < slot_.size(); ++t) out[t] = slot_[t];
+}
+
+void KvCache::fill_v_idxs(int64_t *out) const {
+    if (!params_.v_trans) return fill_k_idxs(out);
+    const int64_t n_embd_v = hp_.n_embd_v_gqa();
+    for (size_t t = 0; t < slot_.size(); ++t) {
+        for (int64_t d = 0; d < n_embd_v; ++d)
+            out[int64_t(t) * n_embd_v + d] = d * size() + slot_[t];
+    }
+}
+
+void KvCache::fill_mask(const Ubatch &u, int64_t n_kv, int64_t n_rows, float *out) const {
+    const float hidden = -std::numeric_limits<float>::infinity();
+    std::fill(out, out + n_kv * n_rows, hidden);
+    for (int64_t t = 0; t < u.n_tokens(); ++t) {
+        const Pos p = u.pos[size_t(t)];
+        const SeqId s = u.seq_id[size_t(t)];
+        float *row = out + t * n_kv;
+        for (int64_t c = 0; c < n_kv; ++c) {
+            const Cell &cell = cells_[size_t(c)];
+            if (cell.seqs.contains(s) && cell.pos <= p) row[c] = 0.0f;
+        }
+    }
+}
+
+}  // namespace loom::engine

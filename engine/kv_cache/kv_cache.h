@@ -1,0 +1,108 @@
+#pragma once
+// The KV cache: per layer, K and V of every cached token, in cells that remember their position
+// and the set of sequences they belong to.
+//
+//   K of layer l: [n_embd_k_gqa, size], one row per cell.
+//   V of layer l: the same, or transposed [size, n_embd_v_gqa] (v_trans), which lets the naive
+//   attention multiply V by the softmax without a copy.
+//
+// A ubatch first gets cells (find_slot), its K and V are written into them by set_rows nodes of
+// the graph, and the mask lets token t see cell c when c holds a sequence of t at a position
+// <= t's.
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "engine/context/batch.h"
+#include "engine/model/hparams.h"
+#include "loom/backend.h"
+#include "loom/core.h"
+
+namespace loom::engine {
+
+struct KvCacheParams {
+    int64_t size = 0;  // cells
+    DType type_k = DType::F16;
+    DType type_v = DType::F16;
+    bool v_trans = true;  // store V transposed (the naive attention path wants it)
+};
+
+class KvCache {
+  public:
+    KvCache(const HParams &hp, const KvCacheParams &params);
+
+    int64_t size() const { return int64_t(cells_.size()); }
+    bool v_trans() const { return params_.v_trans; }
+    DType type_k() const { return params_.type_k; }
+    DType type_v() const { return params_.type_v; }
+    int64_t used() const;
+
+    // Chooses a cell for each token of u (false when the cache is full) and records the tokens'
+    // positions and sequences in them; slot() then holds the cells in token order.
+    bool find_slot(const Ubatch &u);
+    const std::vector<int32_t> &slot() const { return slot_; }
+    // Cells the graph attends over: past the last used one, rounded up to kWindowPad so that
+    // graphs of consecutive steps have the same shape.
+    int64_t n_kv() const;
+    static constexpr int64_t kWindowPad = 256;
+
+    // Sequence operations (positions [p0, p1); p1 < 0 means to the end).
+    void clear();
+    void seq_rm(SeqId seq, Pos p0, Pos p1);  // seq < 0: every sequence
+    void seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1);
+    void seq_keep(SeqId seq);
+    void seq_add(SeqId seq, Pos p0, Pos p1, Pos delta);  // shift positions (K is re-rotated)
+    void seq_div(SeqId seq, Pos p0, Pos p1, int d);
+    Pos seq_pos_max(SeqId seq) const;  // -1 when empty
+    Pos seq_pos_min(SeqId seq) const;
+
+    // Position shifts waiting to be applied to K (by rotating it by the difference).
+    bool has_shift() const { return has_shift_; }
+    // Per-cell position deltas since the last shift, and clears them.
+    std::vector<int32_t> take_shift();
+
+    // Graph pieces for layer il.
+    Tensor *k(int64_t il) const { return k_[size_t(il)]; }
+    Tensor *v(int64_t il) const { return v_[size_t(il)]; }
+    // K of the first n_kv cells as [head_dim, n_kv, n_head_kv] (a view).
+    Tensor *k_view(loom::Context &ctx, int64_t il, int64_t n_kv) const;
+    // V likewise: [n_kv, head_dim_v, n_head_kv] when transposed, else [head_dim_v, n_kv,
+    // n_head_kv].
+    Tensor *v_view(loom::Context &ctx, int64_t il, int64_t n_kv) const;
+    // Nodes writing k_cur [n_embd_k_gqa, n_tokens] / v_cur into the slot's cells; idxs from
+    // fill_k_idxs / fill_v_idxs.
+    Tensor *store_k(loom::Context &ctx, int64_t il, Tensor *k_cur, Tensor *k_idxs) const;
+    Tensor *store_v(loom::Context &ctx, int64_t il, Tensor *v_cur, Tensor *v_idxs) const;
+    int64_t v_idxs_count(int64_t n_tokens) const;
+
+    void fill_k_idxs(int64_t *out) const;
+    void fill_v_idxs(int64_t *out) const;
+    // mask [n_kv, n_rows]: 0 where token t may see cell c, -inf elsewhere (rows past the
+    // ubatch's tokens are all -inf).
+    void fill_mask(const Ubatch &u, int64_t n_kv, int64_t n_rows, float *out) const;
+
+    size_t memory_bytes() const { return buffer_ ? buffer_->size() : 0; }
+
+  private:
+    struct Cell {
+        Pos pos = -1;
+        Pos delta = 0;  // shift not yet applied to K
+        std::set<SeqId> seqs;
+        bool empty() const { return seqs.empty(); }
+    };
+    bool in_range(const Cell &c, Pos p0, Pos p1) const {
+        return c.pos >= p0 && (p1 < 0 || c.pos < p1);
+    }
+
+    HParams hp_;
+    KvCacheParams params_;
+    std::vector<Cell> cells_;
+    std::vector<int32_t> slot_;
+    bool has_shift_ = false;
+    std::unique_ptr<loom::Context> ctx_;
+    std::unique_ptr<Buffer> buffer_;
+    std::vector<Tensor *> k_, v_;
+};
+
+}  // namespace loom::engine

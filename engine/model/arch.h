@@ -1,0 +1,30 @@
+#pragma once
+// Architecture descriptors: what each model family reads from a GGUF file and how its graph is
+// built. One file per architecture in engine/models/, listed once in engine/models/archs.def;
+// shared code asks the descriptor and never compares architecture names.
+#include <string>
+#include <string_view>
+
+#include "engine/model/hparams.h"
+#include "engine/model/weight_loader.h"
+#include "engine/model/weights.h"
+
+namespace loom::engine {
+
+class GraphContext;
+
+struct ArchDescriptor {
+    std::string_view name;  // general.architecture
+    RopeMode rope_mode = RopeMode::normal;
+    // Binds the weights the architecture uses.
+    void (*load_weights)(WeightLoader &w, const HParams &hp, ModelWeights &m) = nullptr;
+    // The graph body: from the inputs GraphContext offers to the logits.
+    void (*build_graph)(GraphContext &g) = nullptr;
+};
+
+// Null when Loom has no such architecture.
+const ArchDescriptor *find_arch(std::string_view name);
+// "llama, qwen2, ..." for error messages.
+std::string supported_archs();
+
+}  // namespace loom::engine

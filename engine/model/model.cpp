@@ -1,0 +1,87 @@
+#include "engine/model/model.h"
+
+#include <fmt/format.h>
+#include <cstdio>
+
+#include "loom/cpu.h"
+#include "loom/error.h"
+
+namespace loom::engine {
+namespace {
+
+// Files above this size get a progress bar while their matrices are copied.
+constexpr uint64_t kProgressBytes = uint64_t(100) << 20;
+
+std::string human_count(uint64_t n) {
+    if (n >= 1000000000) return fmt::format("{:.1f}B", double(n) / 1e9);
+    if (n >= 1000000) return fmt::format("{:.1f}M", double(n) / 1e6);
+    if (n >= 1000) return fmt::format("{}K", (n + 500) / 1000);
+    return std::to_string(n);
+}
+
+// Moves the block-format matrices the integer kernels can use into one repacked buffer.
+std::unique_ptr<Buffer> repack_matrices(const WeightLoader &loader, bool progress) {
+    std::vector<Tensor *> chosen;
+    std::vector<const void *> sources;
+    for (Tensor *t : loader.matrices()) {
+        const auto &rows = loader.row_read();
+        if (!cpu_repacks(t) || std::find(rows.begin(), rows.end(), t) != rows.end()) continue;
+        if (std::find(chosen.begin(), chosen.end(), t) != chosen.end()) continue;
+        chosen.push_back(t);
+        sources.push_back(t->data);
+        t->data = nullptr;
+        t->buffer = nullptr;
+    }
+    if (chosen.empty()) return nullptr;
+    std::unique_ptr<Buffer> buffer = place_tensors(cpu_repack_buffer_type(), chosen);
+    uint64_t total = 0, done = 0;
+    for (const Tensor *t : chosen) total += t->nbytes();
+    const bool show = progress && total > kProgressBytes;
+    for (size_t i = 0; i < chosen.size(); ++i) {
+        buffer->set_tensor(chosen[i], sources[i], 0, chosen[i]->nbytes());
+        done += chosen[i]->nbytes();
+        if (show) std::fprintf(stderr, "\rloading weights: %3d%%", int(100 * done / total));
+    }
+    if (show) std::fputc('\n', stderr);
+    return buffer;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::string &path, const ModelParams &params) {
+    std::unique_ptr<Model> m(new Model);
+    m->file_ = std::make_unique<gguf::File>(path);
+    const gguf::File &file = *m->file_;
+    const std::string arch = file.metadata().get<std::string>("general.architecture");
+    m->arch_ = find_arch(arch);
+    if (m->arch_ == nullptr) {
+        fail("model", "{}: architecture '{}' is not supported (supported: {})", path, arch,
+             supported_archs());
+    }
+    m->hp_ = HParams::from_gguf(file.metadata());
+    const gguf::TensorInfo *embd = file.find_tensor("token_embd.weight");
+    if (embd == nullptr) fail("model", "{}: tensor token_embd.weight is missing", path);
+    m->hp_.n_vocab = embd->ne[1];
+
+    m->tensors_ = std::make_unique<loom::Context>(
+        ContextParams{.mem_size = file.context_size(), .no_alloc = true});
+    WeightLoader loader(file, *m->tensors_);
+    m->arch_->load_weights(loader, m->hp_, m->weights_);
+    m->vocab_ = std::make_unique<Vocab>(Vocab::from_gguf(file));
+    if (m->vocab_->n_tokens() != m->hp_.n_vocab) {
+        fail("model", "{}: the vocabulary has {} tokens but token_embd.weight has {} rows", path,
+             m->vocab_->n_tokens(), m->hp_.n_vocab);
+    }
+    for (const gguf::TensorInfo &t : file.tensors()) {
+        m->n_params_ += uint64_t(t.nelements());
+        m->size_bytes_ += t.nbytes;
+    }
+    if (params.repack) m->repacked_ = repack_matrices(loader, params.progress);
+    return m;
+}
+
+std::string Model::description() const {
+    return fmt::format("{} {}", hp_.arch, human_count(n_params_));
+}
+
+}  // namespace loom::engine

@@ -1,0 +1,51 @@
+#pragma once
+// A model loaded from a GGUF file: hyperparameters, the architecture's descriptor, the vocabulary
+// and the weights. Weights stay in the file's read-only mapping, except the matrices that the
+// CPU's integer kernels read from an interleaved copy (cpu_repack_buffer_type()).
+#include <memory>
+#include <string>
+
+#include "engine/model/arch.h"
+#include "engine/model/hparams.h"
+#include "engine/model/weights.h"
+#include "engine/vocab/vocab.h"
+#include "loom/backend.h"
+#include "loom/gguf.h"
+
+namespace loom::engine {
+
+struct ModelParams {
+    bool repack = true;    // copy block-format matrices into the integer kernels' layout
+    bool progress = true;  // a progress bar on stderr while loading files over 100 MB
+};
+
+class Model {
+  public:
+    // Throws loom::Error: "[gguf] ..." for a malformed file, "[model] ..." for an unsupported
+    // architecture (listing the supported ones) or a missing / misshapen tensor.
+    static std::unique_ptr<Model> load(const std::string &path, const ModelParams &params = {});
+
+    const HParams &hparams() const { return hp_; }
+    const ArchDescriptor &arch() const { return *arch_; }
+    const ModelWeights &weights() const { return weights_; }
+    const Vocab &vocab() const { return *vocab_; }
+    const gguf::File &file() const { return *file_; }
+    uint64_t n_params() const { return n_params_; }
+    uint64_t size_bytes() const { return size_bytes_; }
+    // "<arch> <size> <type>" as llama-bench names a model, e.g. "llama 260K F32".
+    std::string description() const;
+
+  private:
+    Model() = default;
+    HParams hp_;
+    const ArchDescriptor *arch_ = nullptr;
+    ModelWeights weights_;
+    std::unique_ptr<gguf::File> file_;
+    std::unique_ptr<loom::Context> tensors_;
+    std::unique_ptr<Buffer> repacked_;
+    std::unique_ptr<Vocab> vocab_;
+    uint64_t n_params_ = 0;
+    uint64_t size_bytes_ = 0;
+};
+
+}  // namespace loom::engine

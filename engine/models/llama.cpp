@@ -1,0 +1,94 @@
+// Llama (1, 2, 3), Mistral, TinyLlama: pre-norm decoder blocks of grouped-query attention with
+// rotary positions (adjacent pairs) and a SwiGLU feed-forward, RMS norms throughout.
+#include "engine/models/llama.h"
+
+#include <cmath>
+
+namespace loom::engine {
+
+void load_llama_weights(WeightLoader &w, const HParams &hp, ModelWeights &m,
+                        const LlamaWeightOptions &options) {
+    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_head_k * hp.n_head;
+    m.tok_embd = w.require("token_embd.weight", {n_embd, hp.n_vocab});
+    w.read_by_rows(m.tok_embd);
+    m.output_norm = w.require("output_norm.weight", {n_embd});
+    m.output = w.optional("output.weight", {n_embd, hp.n_vocab});
+    if (m.output == nullptr) m.output = m.tok_embd;  // tied embeddings
+    m.rope_factors = w.optional("rope_freqs.weight", {hp.n_rot / 2});
+    m.layers.resize(size_t(hp.n_layer));
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        LayerWeights &l = m.layers[size_t(il)];
+        auto name = [&](const char *n) { return WeightLoader::layer_name(il, n); };
+        l.attn_norm = w.require(name("attn_norm.weight"), {n_embd});
+        l.wq = w.require(name("attn_q.weight"), {n_embd, n_q});
+        l.wk = w.require(name("attn_k.weight"), {n_embd, hp.n_embd_k_gqa()});
+        l.wv = w.require(name("attn_v.weight"), {n_embd, hp.n_embd_v_gqa()});
+        l.wo = w.require(name("attn_output.weight"), {hp.n_embd_head_v * hp.n_head, n_embd});
+        auto bias = options.attn_biases ? &WeightLoader::require : &WeightLoader::optional;
+        l.bq = (w.*bias)(name("attn_q.bias"), {n_q});
+        l.bk = (w.*bias)(name("attn_k.bias"), {hp.n_embd_k_gqa()});
+        l.bv = (w.*bias)(name("attn_v.bias"), {hp.n_embd_v_gqa()});
+        l.bo = w.optional(name("attn_output.bias"), {n_embd});
+        if (options.qk_norm) {
+            l.attn_q_norm = w.require(name("attn_q_norm.weight"), {hp.n_embd_head_k});
+            l.attn_k_norm = w.require(name("attn_k_norm.weight"), {hp.n_embd_head_k});
+        }
+        l.ffn_norm = w.require(name("ffn_norm.weight"), {n_embd});
+        l.ffn_gate = w.require(name("ffn_gate.weight"), {n_embd, hp.n_ff});
+        l.ffn_up = w.require(name("ffn_up.weight"), {n_embd, hp.n_ff});
+        l.ffn_down = w.require(name("ffn_down.weight"), {hp.n_ff, n_embd});
+    }
+}
+
+void build_llama_graph(GraphContext &g) {
+    const HParams &hp = g.hp;
+    Tensor *x = g.build_inp_embd();
+    Tensor *pos = g.build_inp_pos();
+    InputAttnKv *attn = g.build_attn_inp_kv();
+    Tensor *out_ids = g.build_inp_out_ids();
+    const float kq_scale = 1.0f / std::sqrt(float(hp.n_embd_head_k));
+
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        const LayerWeights &l = g.w.layers[size_t(il)];
+        Tensor *cur = g.build_norm(x, l.attn_norm, nullptr, NormType::rms, il);
+
+        Tensor *q = g.build_linear(l.wq, cur, l.bq);
+        Tensor *k = g.build_linear(l.wk, cur, l.bk);
+        Tensor *v = g.build_linear(l.wv, cur, l.bv);
+        q = reshape(g.ctx0, q, {hp.n_embd_head_k, hp.n_head, g.n_tokens});
+        k = reshape(g.ctx0, k, {hp.n_embd_head_k, hp.n_head_kv, g.n_tokens});
+        v = reshape(g.ctx0, v, {hp.n_embd_head_v, hp.n_head_kv, g.n_tokens});
+        if (l.attn_q_norm != nullptr)
+            q = g.build_norm(q, l.attn_q_norm, nullptr, NormType::rms, il);
+        if (l.attn_k_norm != nullptr)
+            k = g.build_norm(k, l.attn_k_norm, nullptr, NormType::rms, il);
+        q = g.name(g.build_rope(q, pos, il), "Qcur", il);
+        k = g.name(g.build_rope(k, pos, il), "Kcur", il);
+        cur = g.build_attn(attn, l.wo, l.bo, q, k, v, kq_scale, il);
+
+        if (il == hp.n_layer - 1 && out_ids != nullptr) {  // only the rows that give logits
+            cur = get_rows(g.ctx0, cur, out_ids);
+            x = get_rows(g.ctx0, x, out_ids);
+        }
+        Tensor *ffn_in = g.name(add(g.ctx0, cur, x), "ffn_inp", il);
+        cur = g.build_norm(ffn_in, l.ffn_norm, nullptr, NormType::rms, il);
+        cur = g.build_ffn(cur, {.up = l.ffn_up, .gate = l.ffn_gate, .down = l.ffn_down}, il);
+        x = g.name(add(g.ctx0, cur, ffn_in), "l_out", il);
+    }
+    g.build_logits(g.build_norm(x, g.w.output_norm, nullptr, NormType::rms, -1));
+}
+
+namespace {
+
+void load_llama(WeightLoader &w, const HParams &hp, ModelWeights &m) {
+    load_llama_weights(w, hp, m, {});
+}
+
+}  // namespace
+
+extern const ArchDescriptor kArch_llama{.name = "llama",
+                                        .rope_mode = RopeMode::normal,
+                                        .load_weights = load_llama,
+                                        .build_graph = build_llama_graph};
+
+}  // namespace loom::engine

@@ -1,0 +1,63 @@
+#pragma once
+// A case of ../shared/fixtures (format: its README.md): the model, the tokens, llama.cpp's logits.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace loom::engine::test {
+
+struct Fixture {
+    std::filesystem::path dir;
+    nlohmann::json json;
+    std::string model_path;
+    std::vector<int32_t> tokens;
+    std::vector<float> logits;  // [n_tokens][n_vocab]
+    int64_t n_vocab = 0;
+
+    std::span<const float> row(int64_t i) const {
+        return {logits.data() + i * n_vocab, size_t(n_vocab)};
+    }
+};
+
+inline std::filesystem::path fixtures_root() {
+    return std::filesystem::path(LOOM_SOURCE_DIR).parent_path() / "shared" / "fixtures";
+}
+
+// Loads case `name`; fails the test (with the path) when ../shared is missing.
+inline Fixture load_fixture(const std::string &name) {
+    Fixture f;
+    f.dir = fixtures_root() / name;
+    std::ifstream in(f.dir / "case.json");
+    if (!in) {
+        ADD_FAILURE() << "missing fixture " << (f.dir / "case.json")
+                      << ": the tests need ../shared/fixtures beside the repository";
+        return f;
+    }
+    f.json = nlohmann::json::parse(in);
+    f.model_path = (f.dir / f.json["model"].get<std::string>()).lexically_normal().string();
+    f.tokens = f.json["tokens"].get<std::vector<int32_t>>();
+    f.n_vocab = f.json["n_vocab"].get<int64_t>();
+    if (f.json.contains("logits_file")) {
+        std::ifstream bin(f.dir / f.json["logits_file"].get<std::string>(), std::ios::binary);
+        f.logits.resize(f.tokens.size() * size_t(f.n_vocab));
+        bin.read(reinterpret_cast<char *>(f.logits.data()),
+                 std::streamsize(f.logits.size() * sizeof(float)));
+    }
+    return f;
+}
+
+// sum (a - b)^2 / sum b^2, as ggml's test-backend-ops measures error.
+inline double nmse(std::span<const float> got, std::span<const float> want) {
+    double err = 0.0, ref = 0.0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+        ref += double(want[i]) * want[i];
+    }
+    return err / ref;
+}
+
+}  // namespace loom::engine::test
