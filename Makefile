@@ -14,19 +14,22 @@ setup:
 configure-release: setup
 	cmake --preset release >/dev/null
 
+# A story, greedy: `make run [MODEL=file.gguf] [PROMPT=text]` (model: scripts/fetch_model.sh).
 run: configure-release
 	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom
-	./$(BUILD_RELEASE)/tools/loom/loom demo
+	model=$$(./scripts/fetch_model.sh "$(MODEL)") && \
+		./$(BUILD_RELEASE)/tools/loom/loom run -m "$$model" -p "$(or $(PROMPT),Once upon a time)" -n 128 --temp 0
 
 test: configure-release
 	cmake --build $(BUILD_RELEASE) -j $(JOBS)
 	ctest --test-dir $(BUILD_RELEASE) --output-on-failure -j $(JOBS)
 
 bench: configure-release
-	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom-bench-matmul loom-bench-alloc loom-bench-gguf
+	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom-bench-matmul loom-bench-alloc loom-bench-gguf loom-bench-e2e
 	./$(BUILD_RELEASE)/bench/loom-bench-matmul --benchmark_counters_tabular=true
 	./$(BUILD_RELEASE)/bench/loom-bench-alloc --benchmark_counters_tabular=true
 	./$(BUILD_RELEASE)/bench/loom-bench-gguf --benchmark_counters_tabular=true
+	./$(BUILD_RELEASE)/bench/loom-bench-e2e --benchmark_counters_tabular=true
 
 test-asan: setup
 	cmake --preset asan >/dev/null

@@ -37,10 +37,15 @@ std::unique_ptr<Buffer> repack_matrices(const WeightLoader &loader, bool progres
     uint64_t total = 0, done = 0;
     for (const Tensor *t : chosen) total += t->nbytes();
     const bool show = progress && total > kProgressBytes;
+    int shown = -1;
     for (size_t i = 0; i < chosen.size(); ++i) {
         buffer->set_tensor(chosen[i], sources[i], 0, chosen[i]->nbytes());
         done += chosen[i]->nbytes();
-        if (show) std::fprintf(stderr, "\rloading weights: %3d%%", int(100 * done / total));
+        const int percent = int(100 * done / total);
+        if (show && percent != shown) {
+            std::fprintf(stderr, "\rloading weights: %3d%%", percent);
+            shown = percent;
+        }
     }
     if (show) std::fputc('\n', stderr);
     return buffer;
