@@ -238,10 +238,19 @@ void pack_a(const Job &job, int64_t m0, int64_t mc, int64_t k0, int64_t kc, floa
     }
 }
 
+// llama.cpp multiplies F16 and BF16 weights with activations rounded to the weights' type (its
+// vec_dot_type), so Loom rounds them too: its logits then agree to ~1e-14 instead of ~1e-7.
+using Rounding = float (*)(float);
+Rounding activation_rounding(DType weight_type) {
+    if (weight_type == DType::F16) return [](float x) { return fp16_to_f32(f32_to_fp16(x)); };
+    if (weight_type == DType::BF16) return [](float x) { return bf16_to_f32(f32_to_bf16(x)); };
+    return nullptr;
+}
+
 // Packs columns [j0, j0 + nc) x [k0, k0 + kc) of b into NR-column panels, each [kc][NR];
 // columns past nc are zero.
-void pack_b(const Columns &cols, int64_t j0, int64_t nc, int64_t k0, int64_t kc, float *out,
-            float *buf) {
+void pack_b(const Columns &cols, Rounding round, int64_t j0, int64_t nc, int64_t k0, int64_t kc,
+            float *out, float *buf) {
     for (int64_t p = 0; p * NR < nc; ++p) {
         float *panel = out + p * kc * NR;
         for (int64_t r = 0; r < NR; ++r) {
@@ -252,7 +261,7 @@ void pack_b(const Columns &cols, int64_t j0, int64_t nc, int64_t k0, int64_t kc,
             }
             const std::byte *row = cols.b_row(j0 + j) + size_t(k0) * cols.b_nb0;
             const float *src = load_row(DType::F32, row, cols.b_nb0, kc, buf);
-            for (int64_t k = 0; k < kc; ++k) panel[k * NR + r] = src[k];
+            for (int64_t k = 0; k < kc; ++k) panel[k * NR + r] = round ? round(src[k]) : src[k];
         }
     }
 }
@@ -264,7 +273,7 @@ void gemm_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch 
         for (int64_t pc = 0; pc < K; pc += KC) {
             const int64_t kc = std::min(KC, K - pc);
             const bool accumulate = pc > 0;
-            pack_b(job.cols, jc, nc, pc, kc, s.b, s.rows);
+            pack_b(job.cols, activation_rounding(job.a_type), jc, nc, pc, kc, s.b, s.rows);
             for (int64_t ic = mb; ic < me; ic += MC) {
                 const int64_t mc = std::min(MC, me - ic);
                 pack_a(job, ic, mc, pc, kc, s.a, s.rows);
@@ -305,8 +314,14 @@ void gemv_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch 
     const int nx = int(job.n);
     const float *x[kGemvMaxN];
     float *d[kGemvMaxN];
+    const Rounding round = activation_rounding(job.a_type);
     for (int c = 0; c < nx; ++c) {
-        x[c] = load_row(DType::F32, job.cols.b_row(c), job.cols.b_nb0, K, s.rows + (1 + c) * K);
+        float *buf = s.rows + (1 + c) * K;
+        x[c] = load_row(DType::F32, job.cols.b_row(c), job.cols.b_nb0, K, buf);
+        if (round != nullptr) {
+            for (int64_t k = 0; k < K; ++k) buf[k] = round(x[c][k]);
+            x[c] = buf;
+        }
         d[c] = job.cols.dst_row(c);
     }
     // Rows with strided elements are gathered into floats first and dotted as F32.
