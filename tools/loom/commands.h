@@ -11,5 +11,7 @@ namespace loom::tools {
 void add_demo_command(CLI::App &app, int &exit_code);
 void add_gguf_command(CLI::App &app, int &exit_code);
 void add_tokenize_command(CLI::App &app, int &exit_code);
+void add_run_command(CLI::App &app, int &exit_code);
+void add_logits_command(CLI::App &app, int &exit_code);
 
 }  // namespace loom::tools

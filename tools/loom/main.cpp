@@ -31,6 +31,8 @@ int main(int argc, char **argv) {
     loom::tools::add_demo_command(app, exit_code);
     loom::tools::add_gguf_command(app, exit_code);
     loom::tools::add_tokenize_command(app, exit_code);
+    loom::tools::add_run_command(app, exit_code);
+    loom::tools::add_logits_command(app, exit_code);
 
     try {
         app.parse(argc, argv);

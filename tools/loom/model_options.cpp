@@ -1,0 +1,28 @@
+#include "tools/loom/model_options.h"
+
+#include <CLI/CLI.hpp>
+
+namespace loom::tools {
+
+void add_model_options(CLI::App &command, ModelOptions &options,
+                       const std::string &default_kv_type) {
+    options.kv_type = default_kv_type;
+    command.add_option("-m,--model", options.path, "the GGUF model file")->required();
+    command.add_option("-t,--threads", options.n_threads, "compute threads (0: one per core)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    command.add_option("--flash-attn", options.flash_attn, "fused attention kernel")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"on", "off"}));
+    command.add_option("--kv-type", options.kv_type, "type of the KV cache's K and V")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"f16", "f32"}));
+}
+
+engine::ContextOptions context_options(const ModelOptions &options) {
+    return {.n_threads = options.n_threads,
+            .flash_attn = options.flash_attn == "on",
+            .kv_type = options.kv_type == "f32" ? DType::F32 : DType::F16};
+}
+
+}  // namespace loom::tools

@@ -1,0 +1,29 @@
+#pragma once
+// The options `loom run` and `loom logits` share: the model file, the threads and how the context
+// computes attention and stores its KV cache.
+#include <string>
+
+#include "engine/context/context.h"
+
+namespace CLI {
+class App;
+}
+
+namespace loom::tools {
+
+struct ModelOptions {
+    std::string path;
+    int n_threads = 0;  // 0: one per core
+    std::string flash_attn = "off";
+    std::string kv_type;
+};
+
+// Adds -m/--model (required), -t/--threads, --flash-attn on|off and --kv-type f16|f32 (default
+// `default_kv_type`) to `command`, bound to `options`.
+void add_model_options(CLI::App &command, ModelOptions &options,
+                       const std::string &default_kv_type);
+
+// ContextOptions with the threads, flash attention and KV type of `options`; the rest default.
+engine::ContextOptions context_options(const ModelOptions &options);
+
+}  // namespace loom::tools

@@ -1,0 +1,192 @@
+// `loom run -m MODEL -p PROMPT [-n N] [sampling options] [-c C] [--ignore-eos] [--no-repack]`:
+// generates text after a prompt as llama-cli does, streaming each piece to stdout, then prints the
+// load, prompt and generation timings on stderr.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/context/context.h"
+#include "engine/model/model.h"
+#include "engine/sampling/sampler.h"
+#include "loom/error.h"
+#include "tools/loom/commands.h"
+#include "tools/loom/model_options.h"
+
+namespace loom::tools {
+
+namespace {
+
+struct RunOptions {
+    ModelOptions model;
+    std::string prompt;
+    int32_t n_predict = 128;      // < 0: until end of generation or a full context
+    int64_t ctx_size = 4096;      // 0: the model's training context
+    bool ctx_size_given = false;  // warn when the cap changes an asked-for size, not the default
+    bool ignore_eos = false;
+    bool no_repack = false;
+    engine::SamplingParams sampling;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+struct Timings {
+    double load_ms = 0.0;
+    int64_t n_prompt = 0;
+    double prompt_ms = 0.0;
+    int64_t n_eval = 0;  // tokens decoded one at a time after the prompt
+    double eval_ms = 0.0;
+    int64_t n_sampled = 0;
+    double sample_ms = 0.0;
+};
+
+// The asked-for context, capped to the model's training context (with a warning if `given`).
+int64_t context_size(int64_t requested, bool given, int64_t n_ctx_train) {
+    if (requested == 0) return n_ctx_train;
+    if (n_ctx_train <= 0 || requested <= n_ctx_train) return requested;
+    if (given) {
+        fmt::print(stderr,
+                   "loom run: warning: --ctx-size {} is above the model's training context; "
+                   "using {}\n",
+                   requested, n_ctx_train);
+    }
+    return n_ctx_train;
+}
+
+// Decodes the prompt in batches of at most n_batch tokens; only the last token wants logits.
+void decode_prompt(engine::Context &ctx, std::span<const int32_t> tokens) {
+    const auto n = int64_t(tokens.size());
+    for (int64_t start = 0; start < n; start += ctx.options().n_batch) {
+        const int64_t end = std::min(n, start + ctx.options().n_batch);
+        engine::Batch batch;
+        for (int64_t i = start; i < end; ++i) {
+            batch.add(tokens[size_t(i)], engine::Pos(i), 0, i == n - 1);
+        }
+        ctx.decode(batch);
+    }
+}
+
+void print_piece(const std::string &piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+}
+
+void print_rate(const char *what, double ms, int64_t n, const char *unit) {
+    const double per_token = n > 0 ? ms / double(n) : 0.0;
+    const double per_second = ms > 0.0 ? 1e3 * double(n) / ms : 0.0;
+    fmt::print(stderr,
+               "loom run: {:>16} = {:10.2f} ms / {:5} {:6} ({:8.2f} ms per token, {:8.2f} tokens "
+               "per second)\n",
+               what, ms, n, unit, per_token, per_second);
+}
+
+void print_timings(const Timings &t, const engine::DecodeStats &stats) {
+    fmt::print(stderr, "\nloom run: {:>16} = {:10.2f} ms\n", "load time", t.load_ms);
+    print_rate("prompt eval time", t.prompt_ms, t.n_prompt, "tokens");
+    print_rate("eval time", t.eval_ms, t.n_eval, "runs");
+    print_rate("sampling time", t.sample_ms, t.n_sampled, "runs");
+    fmt::print(stderr, "loom run: {:>16} = {} built, {} reused\n", "graphs", stats.graph_builds,
+               stats.graph_reuses);
+}
+
+void run_generation(const RunOptions &options) {
+    Timings timings;
+    const auto load_start = Clock::now();
+    const auto model = engine::Model::load(options.model.path, {.repack = !options.no_repack});
+    timings.load_ms = ms_since(load_start);
+    const engine::Vocab &vocab = model->vocab();
+
+    engine::ContextOptions context = context_options(options.model);
+    context.n_ctx =
+        context_size(options.ctx_size, options.ctx_size_given, model->hparams().n_ctx_train);
+    // As llama-cli: BOS per the vocabulary, and "<s>"-like text in the prompt is the token.
+    const std::vector<int32_t> prompt = vocab.tokenize(options.prompt, true, true);
+    if (prompt.empty()) fail("run", "the prompt has no tokens");
+    if (int64_t(prompt.size()) > context.n_ctx) {
+        fail("run", "the prompt has {} tokens, more than the context's {} (raise --ctx-size)",
+             prompt.size(), context.n_ctx);
+    }
+    engine::Context ctx(*model, context);
+    engine::Sampler sampler(options.sampling);
+    for (const int32_t token : prompt) sampler.accept(token);
+    if (options.sampling.temperature > 0) {
+        fmt::print(stderr, "loom run: sampler seed {}\n", sampler.seed());
+    }
+    for (const int32_t token : prompt) print_piece(vocab.token_to_piece(token, false));
+
+    const auto prompt_start = Clock::now();
+    decode_prompt(ctx, prompt);
+    timings.prompt_ms = ms_since(prompt_start);
+    timings.n_prompt = int64_t(prompt.size());
+
+    auto n_past = engine::Pos(prompt.size());
+    for (int32_t i = 0; options.n_predict < 0 || i < options.n_predict; ++i) {
+        const auto sample_start = Clock::now();
+        const int32_t token = sampler.sample(ctx.logits(0));
+        sampler.accept(token);
+        timings.sample_ms += ms_since(sample_start);
+        ++timings.n_sampled;
+        if (!options.ignore_eos && vocab.is_eog(token)) break;
+        print_piece(vocab.token_to_piece(token, false));
+        if (i + 1 == options.n_predict) break;  // the last token needs no decode
+        if (n_past >= ctx.options().n_ctx) {
+            fmt::print(stderr, "\nloom run: the context is full ({} tokens); stopping\n", n_past);
+            break;
+        }
+        engine::Batch batch;
+        batch.add(token, n_past++, 0, true);
+        const auto eval_start = Clock::now();
+        ctx.decode(batch);
+        timings.eval_ms += ms_since(eval_start);
+        ++timings.n_eval;
+    }
+    print_piece("\n");
+    print_timings(timings, ctx.stats());
+}
+
+}  // namespace
+
+void add_run_command(CLI::App &app, int &exit_code) {
+    CLI::App *command = app.add_subcommand("run", "generate text after a prompt");
+    auto options = std::make_shared<RunOptions>();
+    engine::SamplingParams &sampling = options->sampling;
+    add_model_options(*command, options->model, "f16");
+    command->add_option("-p,--prompt", options->prompt, "the text to continue")->required();
+    command
+        ->add_option("-n,--n-predict", options->n_predict,
+                     "tokens to generate (-1: until end of generation or a full context)")
+        ->capture_default_str();
+    command
+        ->add_option("-c,--ctx-size", options->ctx_size,
+                     "context size in tokens (0: the model's training context)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    command->add_option("--temp", sampling.temperature, "temperature (0: greedy)")
+        ->capture_default_str();
+    command->add_option("--top-k", sampling.top_k, "top-k (0: off)")->capture_default_str();
+    command->add_option("--top-p", sampling.top_p, "top-p (1: off)")->capture_default_str();
+    command->add_option("--min-p", sampling.min_p, "min-p (0: off)")->capture_default_str();
+    command->add_option("--repeat-penalty", sampling.repeat_penalty, "repeat penalty (1: off)")
+        ->capture_default_str();
+    command->add_option("--seed", sampling.seed, "seed of the draws (default: random)");
+    command->add_flag("--ignore-eos", options->ignore_eos, "go on past end-of-generation tokens");
+    command->add_flag("--no-repack", options->no_repack,
+                      "keep block-format weights in the file's layout");
+    command->callback([command, options, &exit_code] {
+        options->ctx_size_given = command->count("--ctx-size") > 0;
+        run_generation(*options);
+        exit_code = 0;
+    });
+}
+
+}  // namespace loom::tools
