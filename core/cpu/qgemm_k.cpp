@@ -11,15 +11,8 @@
 #include <utility>
 
 #include "core/cpu/qgemm.h"
-#include "core/cpu/repack.h"
+#include "core/cpu/qgemm_simd.h"
 #include "core/quant/k_blocks.h"
-
-#if LOOM_INTEGER_KERNELS
-#include <immintrin.h>
-// GCC 12's AVX-512 headers start some conversions (vcvtph2ps, vpmovzx) from an "undefined"
-// vector and then warn that it may be used uninitialized; it is not.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 namespace loom::cpu::qgemm {
 
@@ -60,23 +53,6 @@ void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *pane
         }
         std::memcpy(p + w * (QK_K + 4) + slot * 4 * kExtra, terms, sizeof terms);
     }
-}
-
-inline __m512i broadcast_i32(const std::byte *p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
-inline float load_f32(const std::byte *p) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-}
-inline __m512 load_f16x16(const std::byte *p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
-}
-inline __m512i load512(const std::byte *p) {
-    return _mm512_loadu_si512(p);
 }
 
 // The 16 rows' 6-bit scales (as int32 lanes) and mins (as int16 pairs of sub-blocks 2i, 2i+1)

@@ -12,16 +12,9 @@
 #include <utility>
 
 #include "core/cpu/qgemm.h"
-#include "core/cpu/repack.h"
+#include "core/cpu/qgemm_simd.h"
 #include "core/quant/legacy_formats.h"
 #include "loom/fp16.h"
-
-#if LOOM_INTEGER_KERNELS
-#include <immintrin.h>
-// GCC 12's AVX-512 headers start some conversions (vcvtph2ps, vpmovzx) from an "undefined"
-// vector and then warn that it may be used uninitialized; it is not.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 namespace loom::cpu::qgemm {
 
@@ -46,17 +39,6 @@ void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *pane
     }
 }
 
-inline int32_t load_i32(const std::byte *p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-}
-inline float load_f32(const std::byte *p) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-}
-
 template <int NC, bool kNibbles>
 void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
     constexpr size_t kGroupBlock =
@@ -69,24 +51,23 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
         const std::byte *w = group + size_t(b) * kGroupBlock;
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(w)));
+        const __m512 dw = load_f16x16(w);
         __m512i q[8];  // q[t]: elements 4t..4t+3 of the 16 rows
         if constexpr (kNibbles) {
             for (int t = 0; t < 4; ++t) {
-                const __m512i v = _mm512_loadu_si512(w + kQuants + 64 * t);
+                const __m512i v = load512(w + kQuants + 64 * t);
                 q[t] = _mm512_and_si512(v, low4);
                 q[t + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
             }
         } else {
-            for (int t = 0; t < 8; ++t) q[t] = _mm512_loadu_si512(w + kQuants + 64 * t);
+            for (int t = 0; t < 8; ++t) q[t] = load512(w + kQuants + 64 * t);
         }
 #pragma GCC unroll 12
         for (int c = 0; c < NC; ++c) {
-            __m512i sum = _mm512_set1_epi32(load_i32(a + NC * (kBlock + 4) + 4 * c));
+            __m512i sum = broadcast_i32(a + NC * (kBlock + 4) + 4 * c);
 #pragma GCC unroll 8
             for (int t = 0; t < 8; ++t) {
-                sum = _mm512_dpbusd_epi32(sum, q[t],
-                                          _mm512_set1_epi32(load_i32(a + c * kBlock + 4 * t)));
+                sum = _mm512_dpbusd_epi32(sum, q[t], broadcast_i32(a + c * kBlock + 4 * t));
             }
             const __m512 scale =
                 _mm512_mul_ps(dw, _mm512_set1_ps(load_f32(a + NC * kBlock + 4 * c)));

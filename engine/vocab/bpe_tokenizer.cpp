@@ -2,6 +2,7 @@
 
 #include <queue>
 
+#include "engine/vocab/symbols.h"
 #include "engine/vocab/utf8.h"
 
 namespace loom::engine {
@@ -21,13 +22,6 @@ int32_t BpeRanks::rank(std::string_view left, std::string_view right) const {
 }
 
 namespace {
-
-struct Symbol {
-    int32_t prev;
-    int32_t next;
-    size_t offset;
-    size_t size;  // 0 once merged into its left neighbour
-};
 
 struct Bigram {
     int32_t left;
@@ -50,7 +44,7 @@ class BpeSession {
         : table_(table), ranks_(ranks), word_(word) {}
 
     void run(std::vector<int32_t> &out) {
-        split_characters();
+        symbols_ = split_characters(word_);
         for (int32_t i = 1; i < int32_t(symbols_.size()); ++i) try_add_bigram(i - 1, i);
         merge_lowest_ranks();
         for (int32_t i = symbols_.empty() ? -1 : 0; i != -1; i = symbols_[i].next) {
@@ -60,17 +54,6 @@ class BpeSession {
 
   private:
     std::string_view text(const Symbol &s) const { return word_.substr(s.offset, s.size); }
-
-    void split_characters() {
-        size_t offset = 0;
-        while (offset < word_.size()) {
-            const size_t size = utf8::char_length_at(word_, offset);
-            const int32_t index = int32_t(symbols_.size());
-            offset += size;
-            symbols_.push_back(
-                {index - 1, offset == word_.size() ? -1 : index + 1, offset - size, size});
-        }
-    }
 
     void try_add_bigram(int32_t left, int32_t right) {
         if (left == -1 || right == -1) return;

@@ -2,6 +2,7 @@
 
 #include <queue>
 
+#include "engine/vocab/symbols.h"
 #include "engine/vocab/utf8.h"
 
 namespace loom::engine {
@@ -9,13 +10,6 @@ namespace loom::engine {
 namespace {
 
 // A run of text in a doubly linked list; merged-away symbols keep size 0.
-struct Symbol {
-    int32_t prev;
-    int32_t next;
-    size_t offset;
-    size_t size;
-};
-
 struct Bigram {
     int32_t left;  // symbol index; the right one is symbols[left].next when pushed
     int32_t right;
@@ -35,7 +29,7 @@ class SpmSession {
     SpmSession(const TokenTable &table, std::string_view text) : table_(table), text_(text) {}
 
     void run(int32_t unknown_id, std::vector<int32_t> &out) {
-        split_characters();
+        symbols_ = split_characters(text_);
         for (int32_t i = 1; i < int32_t(symbols_.size()); ++i) try_add_bigram(i - 1, i);
         merge_best_pairs();
         for (int32_t i = symbols_.empty() ? -1 : 0; i != -1; i = symbols_[i].next) {
@@ -44,18 +38,6 @@ class SpmSession {
     }
 
   private:
-    void split_characters() {
-        symbols_.reserve(text_.size());
-        size_t offset = 0;
-        while (offset < text_.size()) {
-            const size_t size = utf8::char_length_at(text_, offset);
-            const int32_t index = int32_t(symbols_.size());
-            offset += size;
-            symbols_.push_back(
-                {index - 1, offset == text_.size() ? -1 : index + 1, offset - size, size});
-        }
-    }
-
     void try_add_bigram(int32_t left, int32_t right) {
         if (left == -1 || right == -1) return;
         const size_t size = symbols_[left].size + symbols_[right].size;

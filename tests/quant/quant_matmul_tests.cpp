@@ -14,7 +14,9 @@ namespace {
 
 using quant_test::dequantize;
 using quant_test::quantize;
+using quant_test::random_f32;
 using quant_test::random_row;
+using quant_test::run_graph;
 
 const DType kWeightTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
                               DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
@@ -25,21 +27,6 @@ Tensor *random_weights(Context &ctx, DType type, int64_t K, int64_t rows, uint32
     const std::vector<std::byte> q = quantize(type, random_row(K * rows, seed));
     std::memcpy(a->data, q.data(), q.size());
     return a;
-}
-
-Tensor *random_f32(Context &ctx, std::initializer_list<int64_t> ne, uint32_t seed) {
-    Tensor *b = ctx.new_tensor(DType::F32, ne);
-    const std::vector<float> x = random_row(b->nelements(), seed);
-    std::memcpy(b->data, x.data(), x.size() * sizeof(float));
-    return b;
-}
-
-std::vector<float> run(Context &ctx, Tensor *out, int n_threads) {
-    Graph *graph = new_graph(ctx);
-    build_forward_expand(graph, out);
-    CpuBackend(n_threads).graph_compute(*graph);
-    const auto *f = static_cast<const float *>(out->data);
-    return std::vector<float>(f, f + out->nelements());
 }
 
 // A column as mul_mat quantizes it: with llama.cpp's CPU activation quantizers.
@@ -73,8 +60,8 @@ TEST_P(BlockMatMul, MatchesDequantizedReference) {
         Tensor *a = random_weights(ctx, type, K, M, 1);
         Tensor *b = random_f32(ctx, {K, n}, uint32_t(n));
         Tensor *out = mul_mat(ctx, a, b);
-        const std::vector<float> got = run(ctx, out, 1);
-        EXPECT_EQ(got, run(ctx, out, 2));  // bitwise: threads split rows only
+        const std::vector<float> got = run_graph(ctx, out, 1);
+        EXPECT_EQ(got, run_graph(ctx, out, 2));  // bitwise: threads split rows only
 
         // Reference: the weights dequantized, the activations quantized-dequantized as the
         // kernel sees them, products summed in double.
@@ -115,8 +102,8 @@ TEST_P(BlockMatMul, ExpertsFromIds) {
     auto *id = static_cast<int32_t *>(ids->data);
     for (int64_t i = 0; i < n_used * n_tokens; ++i) id[i] = int32_t((i * 3 + 1) % n_expert);
     Tensor *out = mul_mat_id(ctx, experts, b, ids);
-    const std::vector<float> got = run(ctx, out, 2);
-    EXPECT_EQ(got, run(ctx, out, 1));
+    const std::vector<float> got = run_graph(ctx, out, 2);
+    EXPECT_EQ(got, run_graph(ctx, out, 1));
 
     Tensor *expert = ctx.new_tensor(type, {K, M});  // one expert's matrix, for expected_element
     for (int64_t t = 0; t < n_tokens; ++t) {
@@ -142,7 +129,7 @@ TEST_P(BlockMatMul, GetRowsDequantizes) {
     Tensor *idx = ctx.new_tensor(DType::I32, {3});
     const int32_t picks[] = {4, 0, 4};
     std::memcpy(idx->data, picks, sizeof picks);
-    const std::vector<float> got = run(ctx, get_rows(ctx, a, idx), 1);
+    const std::vector<float> got = run_graph(ctx, get_rows(ctx, a, idx), 1);
     for (int i = 0; i < 3; ++i) {
         std::vector<float> expected(K);
         traits(type).to_float(a->row_ptr(picks[i]), expected.data(), K);

@@ -1,6 +1,9 @@
 #include "tests/quant/quant_test_util.h"
 
+#include "loom/cpu.h"
+
 #include <cmath>
+#include <cstring>
 #include <random>
 
 namespace loom::quant_test {
@@ -32,6 +35,21 @@ double normalized_rmse(const std::vector<float> &x, const std::vector<float> &y)
         ref += double(x[i]) * x[i];
     }
     return std::sqrt(err / ref);
+}
+
+Tensor *random_f32(Context &ctx, std::initializer_list<int64_t> ne, uint32_t seed) {
+    Tensor *b = ctx.new_tensor(DType::F32, ne);
+    const std::vector<float> x = random_row(b->nelements(), seed);
+    std::memcpy(b->data, x.data(), x.size() * sizeof(float));
+    return b;
+}
+
+std::vector<float> run_graph(Context &ctx, Tensor *out, int n_threads) {
+    Graph *graph = new_graph(ctx);
+    build_forward_expand(graph, out);
+    CpuBackend(n_threads).graph_compute(*graph);
+    const auto *f = static_cast<const float *>(out->data);
+    return std::vector<float>(f, f + out->nelements());
 }
 
 std::filesystem::path fixtures_dir() {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "loom/tensor.h"
+#include "loom/core.h"
 
 namespace loom::quant_test {
 
@@ -19,6 +19,11 @@ std::vector<float> dequantize(DType type, const std::vector<std::byte> &q, int64
 
 // sqrt(mean((x - y)^2)) / sqrt(mean(x^2)).
 double normalized_rmse(const std::vector<float> &x, const std::vector<float> &y);
+
+// A new F32 tensor of shape ne in ctx holding random_row(seed).
+Tensor *random_f32(Context &ctx, std::initializer_list<int64_t> ne, uint32_t seed);
+// Computes `out` on a CPU backend of n_threads; its values as floats.
+std::vector<float> run_graph(Context &ctx, Tensor *out, int n_threads);
 
 // ../shared/fixtures beside the repository.
 std::filesystem::path fixtures_dir();

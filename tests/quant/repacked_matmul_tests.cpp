@@ -21,7 +21,9 @@ namespace {
 
 using quant_test::dequantize;
 using quant_test::quantize;
+using quant_test::random_f32;
 using quant_test::random_row;
+using quant_test::run_graph;
 
 const DType kRepackedTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
 
@@ -134,21 +136,6 @@ float expected_element(DType type, const std::byte *row, const float *x, int64_t
     return legacy_expected(type, row, column.data(), K);
 }
 
-std::vector<float> run(Context &ctx, Tensor *out, int n_threads) {
-    Graph *graph = new_graph(ctx);
-    build_forward_expand(graph, out);
-    CpuBackend(n_threads).graph_compute(*graph);
-    const auto *f = static_cast<const float *>(out->data);
-    return std::vector<float>(f, f + out->nelements());
-}
-
-Tensor *random_f32(Context &ctx, std::initializer_list<int64_t> ne, uint32_t seed) {
-    Tensor *b = ctx.new_tensor(DType::F32, ne);
-    const std::vector<float> x = random_row(b->nelements(), seed);
-    std::memcpy(b->data, x.data(), x.size() * sizeof(float));
-    return b;
-}
-
 // K: legacy blocks not filling a 256 super-block; K-quants two super-blocks.
 int64_t test_depth(DType type) {
     return traits(type).block_size == 256 ? 512 : 768;
@@ -184,8 +171,8 @@ TEST_P(RepackedMatMul, ExactOrderForEveryBatchAndThreadCount) {
         Context ctx({.mem_size = 4u << 20});
         Tensor *b = random_f32(ctx, {K, n}, uint32_t(n));
         Tensor *out = mul_mat(ctx, w.a, b);
-        const std::vector<float> got = run(ctx, out, 1);
-        EXPECT_EQ(got, run(ctx, out, 3));
+        const std::vector<float> got = run_graph(ctx, out, 1);
+        EXPECT_EQ(got, run_graph(ctx, out, 3));
         double err = 0.0, ref_sq = 0.0;
         for (int64_t j = 0; j < n; ++j) {
             const float *x = static_cast<const float *>(b->data) + j * K;
@@ -215,8 +202,8 @@ TEST_P(RepackedMatMul, ExpertsFromIds) {
     auto *id = static_cast<int32_t *>(ids->data);
     for (int64_t i = 0; i < n_used * n_tokens; ++i) id[i] = int32_t((i * 3 + 1) % n_expert);
     Tensor *out = mul_mat_id(ctx, w.a, b, ids);
-    const std::vector<float> got = run(ctx, out, 2);
-    EXPECT_EQ(got, run(ctx, out, 1));
+    const std::vector<float> got = run_graph(ctx, out, 2);
+    EXPECT_EQ(got, run_graph(ctx, out, 1));
     for (int64_t p = 0; p < n_used * n_tokens; ++p) {
         const float *x = static_cast<const float *>(b->data) + p * K;
         for (int64_t m = 0; m < M; ++m) {
@@ -252,7 +239,7 @@ TEST_P(RepackedMatMul, UngroupableRowsStayPlain) {
     EXPECT_EQ(std::memcmp(w.a->data, w.file_bytes.data(), w.file_bytes.size()), 0);
     Context ctx({.mem_size = 1u << 20});
     Tensor *b = random_f32(ctx, {K, 3}, 2);
-    const std::vector<float> got = run(ctx, mul_mat(ctx, w.a, b), 2);
+    const std::vector<float> got = run_graph(ctx, mul_mat(ctx, w.a, b), 2);
     const DTypeTraits &t = traits(type);
     for (int64_t m = 0; m < M; ++m) {
         const std::vector<std::byte> q =

@@ -1,0 +1,229 @@
+// The same computation by different routes: a reused graph against rebuilt ones, flash against
+// naive attention, one ubatch against many.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/context/context.h"
+#include "tests/engine/model/fixture.h"
+
+namespace loom::engine {
+namespace {
+
+using test::load_fixture;
+using test::nmse;
+
+using Tokens = std::vector<int32_t>;
+
+struct Generation {
+    Tokens tokens;                           // greedy choices
+    std::vector<std::vector<float>> logits;  // the logits each choice was made from
+};
+
+int32_t argmax(std::span<const float> v) {
+    return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// The prompt in one batch, then one token per decode, `n` greedy tokens.
+Generation generate(Context &ctx, const Tokens &prompt, int n) {
+    Generation g;
+    Batch batch;
+    for (size_t i = 0; i < prompt.size(); ++i) {
+        batch.add(prompt[i], Pos(i), 0, i + 1 == prompt.size());
+    }
+    Pos pos = Pos(prompt.size());
+    for (int step = 0; step < n; ++step) {
+        ctx.decode(batch);
+        const auto row = ctx.logits(0);
+        g.logits.emplace_back(row.begin(), row.end());
+        g.tokens.push_back(argmax(row));
+        batch.clear();
+        batch.add(g.tokens.back(), pos++, 0, true);
+    }
+    return g;
+}
+
+bool bit_identical(std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+class ContextDecodePaths : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        const auto f = load_fixture("stories260K");
+        ASSERT_FALSE(f.tokens.empty());
+        prompt_ = f.tokens;
+        model_ = Model::load(f.model_path);
+    }
+    ContextOptions options(DType kv_type = DType::F32) const {
+        return {.n_ctx = 256, .n_threads = 2, .kv_type = kv_type};
+    }
+    Tokens prompt_;
+    std::unique_ptr<Model> model_;
+};
+
+TEST_F(ContextDecodePaths, GraphReuseBuildsTwiceAndChangesNoBit) {
+    const int n = 64;
+    Context reused(*model_, options());
+    const Generation a = generate(reused, prompt_, n);
+    // One graph for the prompt, one for every single-token step after it.
+    EXPECT_LE(reused.stats().graph_builds, 2);
+    EXPECT_GE(reused.stats().graph_reuses, n - 2);
+
+    ContextOptions o = options();
+    o.graph_reuse = false;
+    Context rebuilt(*model_, o);
+    const Generation b = generate(rebuilt, prompt_, n);
+    EXPECT_EQ(rebuilt.stats().graph_builds, n);
+    EXPECT_EQ(rebuilt.stats().graph_reuses, 0);
+
+    EXPECT_EQ(a.tokens, b.tokens);
+    ASSERT_EQ(a.logits.size(), b.logits.size());
+    for (size_t i = 0; i < a.logits.size(); ++i) {
+        EXPECT_TRUE(bit_identical(a.logits[i], b.logits[i])) << "step " << i;
+    }
+}
+
+// A 200-token prompt: the 64 steps cross the 256-cell attention window, so the graph is built
+// for the prompt, for steps over 256 cells and for steps over 512, and reused in between.
+TEST_F(ContextDecodePaths, GraphReuseAcrossTheWindowPad) {
+    const auto f = load_fixture("stories260K-p200");
+    ASSERT_EQ(f.tokens.size(), 200u);
+    const int n = 64;
+    ContextOptions o = options();
+    o.n_ctx = 512;
+    Context reused(*model_, o);
+    const Generation a = generate(reused, f.tokens, n);
+    EXPECT_EQ(reused.stats().graph_builds, 3);
+    EXPECT_EQ(reused.stats().graph_reuses, n - 3);
+    o.graph_reuse = false;
+    Context rebuilt(*model_, o);
+    const Generation b = generate(rebuilt, f.tokens, n);
+    EXPECT_EQ(a.tokens, b.tokens);
+    for (size_t i = 0; i < a.logits.size(); ++i) {
+        EXPECT_TRUE(bit_identical(a.logits[i], b.logits[i])) << "step " << i;
+    }
+}
+
+// Two sequences generating side by side, one token of each per decode: the reused graph gets
+// each step's positions, cells and mask.
+TEST_F(ContextDecodePaths, ParallelSequencesReuseTheGraph) {
+    const Tokens p0(prompt_.begin(), prompt_.begin() + 10), p1(prompt_.begin() + 12, prompt_.end());
+    auto run = [&](bool reuse) {
+        ContextOptions o = options();
+        o.n_seq_max = 2;
+        o.graph_reuse = reuse;
+        Context ctx(*model_, o);
+        Batch batch;
+        for (size_t i = 0; i < p0.size(); ++i) batch.add(p0[i], Pos(i), 0, i + 1 == p0.size());
+        for (size_t i = 0; i < p1.size(); ++i) batch.add(p1[i], Pos(i), 1, i + 1 == p1.size());
+        Pos pos[2] = {Pos(p0.size()), Pos(p1.size())};
+        std::vector<Generation> g(2);
+        for (int step = 0; step < 16; ++step) {
+            ctx.decode(batch);
+            batch.clear();
+            for (int s = 0; s < 2; ++s) {
+                const auto row = ctx.logits(s);
+                g[size_t(s)].logits.emplace_back(row.begin(), row.end());
+                g[size_t(s)].tokens.push_back(argmax(row));
+                batch.add(g[size_t(s)].tokens.back(), pos[s]++, s, true);
+            }
+        }
+        if (reuse) EXPECT_LE(ctx.stats().graph_builds, 2);
+        return g;
+    };
+    const std::vector<Generation> reused = run(true), rebuilt = run(false);
+    for (int s = 0; s < 2; ++s) {
+        SCOPED_TRACE("sequence " + std::to_string(s));
+        EXPECT_EQ(reused[size_t(s)].tokens, rebuilt[size_t(s)].tokens);
+        for (size_t i = 0; i < reused[size_t(s)].logits.size(); ++i) {
+            EXPECT_TRUE(bit_identical(reused[size_t(s)].logits[i], rebuilt[size_t(s)].logits[i]));
+        }
+        // Each sequence alone gives the same choices.
+        Context alone(*model_, options());
+        const Generation want = generate(alone, s == 0 ? p0 : p1, 16);
+        EXPECT_EQ(reused[size_t(s)].tokens, want.tokens);
+        for (size_t i = 0; i < want.logits.size(); ++i) {
+            EXPECT_LT(nmse(reused[size_t(s)].logits[i], want.logits[i]), 1e-6) << "step " << i;
+        }
+    }
+}
+
+// Flash attention reads K and V as F16 like llama.cpp's; with an F16 cache the naive path sees
+// the same values, and only the order of the softmax sums differs.
+TEST_F(ContextDecodePaths, FlashAttentionMatchesNaiveAttention) {
+    const int n = 32;
+    Context naive(*model_, options(DType::F16));
+    const Generation a = generate(naive, prompt_, n);
+    ContextOptions o = options(DType::F16);
+    o.flash_attn = true;
+    Context flash(*model_, o);
+    const Generation b = generate(flash, prompt_, n);
+
+    EXPECT_EQ(a.tokens, b.tokens);
+    ASSERT_EQ(a.logits.size(), b.logits.size());
+    for (size_t i = 0; i < a.logits.size(); ++i) {
+        EXPECT_LT(nmse(b.logits[i], a.logits[i]), 1e-5) << "step " << i;
+    }
+}
+
+// A prompt decoded without asking for logits (its graph computes and drops the last token's),
+// then its last token on its own: the same logits as the whole prompt at once. After clear()
+// the context starts over.
+TEST_F(ContextDecodePaths, PrefillWithoutLogits) {
+    Context ctx(*model_, options());
+    const Tokens head(prompt_.begin(), prompt_.end() - 1);
+    Batch batch;
+    for (size_t i = 0; i < head.size(); ++i) batch.add(head[i], Pos(i), 0, false);
+    ctx.decode(batch);
+    EXPECT_EQ(ctx.n_outputs(), 0);
+    batch.clear();
+    batch.add(prompt_.back(), Pos(head.size()), 0, true);
+    ctx.decode(batch);
+    const std::vector<float> got(ctx.logits(0).begin(), ctx.logits(0).end());
+
+    ctx.kv().clear();
+    EXPECT_EQ(ctx.kv().used(), 0);
+    const Generation whole = generate(ctx, prompt_, 1);
+    EXPECT_LT(nmse(got, whole.logits[0]), 1e-6);
+}
+
+// Every position's logits of the prompt, cut into ubatches of n_ubatch tokens.
+std::vector<float> prompt_logits(const Model &model, const Tokens &prompt, int64_t n_ubatch,
+                                 bool flash_attn) {
+    Context ctx(model, {.n_ctx = 256,
+                        .n_ubatch = n_ubatch,
+                        .n_threads = 2,
+                        .flash_attn = flash_attn,
+                        .kv_type = DType::F32});
+    Batch batch;
+    for (size_t i = 0; i < prompt.size(); ++i) batch.add(prompt[i], Pos(i), 0, true);
+    ctx.decode(batch);
+    std::vector<float> out;
+    for (int64_t i = 0; i < ctx.n_outputs(); ++i) {
+        const auto row = ctx.logits(i);
+        out.insert(out.end(), row.begin(), row.end());
+    }
+    return out;
+}
+
+TEST_F(ContextDecodePaths, UbatchSizeChangesNoBit) {
+    for (bool flash : {false, true}) {
+        SCOPED_TRACE(flash ? "flash attention" : "naive attention");
+        const std::vector<float> whole = prompt_logits(*model_, prompt_, 512, flash);
+        ASSERT_EQ(whole.size(), prompt_.size() * size_t(model_->hparams().n_vocab));
+        // 7 cuts 27 tokens into 7 + 7 + 7 + 6: every product still takes the GEMM path, and
+        // each token's cells and sums are the same, so no bit changes.
+        const std::vector<float> sevens = prompt_logits(*model_, prompt_, 7, flash);
+        EXPECT_TRUE(bit_identical(sevens, whole)) << "NMSE " << nmse(sevens, whole);
+        // One token per ubatch takes the matrix-vector path (at most kGemvMaxN = 4 columns,
+        // core/cpu/gemm.h), which sums each dot product in another order than the GEMM
+        // micro-kernel: equal to rounding, not bit for bit.
+        const std::vector<float> ones = prompt_logits(*model_, prompt_, 1, flash);
+        EXPECT_LT(nmse(ones, whole), 1e-6);
+    }
+}
+
+}  // namespace
+}  // namespace loom::engine
