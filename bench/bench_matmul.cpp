@@ -11,6 +11,9 @@
 // GFLOPS counts 2 * M * N * K per product; GB/s (N = 1) counts the weight bytes read.
 // %peak (N > 1) divides GFLOPS by fma_peak at the same thread count, %bw (N = 1) divides GB/s by
 // read_bw at the same thread count; both need those cases to have run first in the same process.
+// The machine's figures are the median over iterations (median_GFLOPS, median_GB/s): on a shared
+// machine one iteration that another process interrupted, or one at a passing turbo clock, would
+// move a mean (or a best) and every ratio with it.
 // Run: make bench   (or build/release/bench/loom-bench-matmul --benchmark_counters_tabular=true)
 #include <benchmark/benchmark.h>
 
@@ -81,6 +84,11 @@ std::vector<std::byte> weight_bytes(DType type, int64_t K, int64_t M, uint32_t s
 // counters are divided by its time only after the function returns).
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
 int thread_slot(const benchmark::State &state) {
@@ -166,15 +174,17 @@ void bm_fma_peak(benchmark::State &state) {
     const int n_threads = int(state.range(0));
     cpu::ThreadPool pool(n_threads);  // the pool CpuBackend runs kernels on
     std::vector<float> sink(static_cast<size_t>(n_threads));
-    const auto start = std::chrono::steady_clock::now();
+    const double flops = 2.0 * VL * kChains * double(kSteps) * n_threads;
+    std::vector<double> rates;
     for (auto _ : state) {
+        const auto start = std::chrono::steady_clock::now();
         pool.run([&](int ith) { sink[size_t(ith)] = fma_loop(float(ith)); });
         benchmark::DoNotOptimize(sink.data());
+        rates.push_back(flops * 1e-9 / seconds_since(start));
     }
-    const double flops = 2.0 * VL * kChains * double(kSteps) * n_threads;
-    g_fma_gflops[thread_slot(state)] =
-        flops * double(state.iterations()) * 1e-9 / seconds_since(start);
+    g_fma_gflops[thread_slot(state)] = median(rates);
     set_flops(state, flops);
+    state.counters["median_GFLOPS"] = median(rates);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,10 +230,14 @@ void bm_read_bw(benchmark::State &state) {
         benchmark::DoNotOptimize(sink.data());
     };
     pass();
-    const auto start = std::chrono::steady_clock::now();
-    for (auto _ : state) pass();
-    g_read_gbps[thread_slot(state)] =
-        double(kReadBytes) * double(state.iterations()) * 1e-9 / seconds_since(start);
+    std::vector<double> rates;
+    for (auto _ : state) {
+        const auto start = std::chrono::steady_clock::now();
+        pass();
+        rates.push_back(double(kReadBytes) * 1e-9 / seconds_since(start));
+    }
+    g_read_gbps[thread_slot(state)] = median(rates);
+    state.counters["median_GB/s"] = median(rates);
     state.counters["GB/s"] = benchmark::Counter(
         double(kReadBytes) * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
