@@ -17,7 +17,7 @@ configure-release: setup
 # A story, greedy: `make run [MODEL=file.gguf] [PROMPT=text]` (model: scripts/fetch_model.sh).
 run: configure-release
 	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom
-	model=$$(./scripts/fetch_model.sh "$(MODEL)") && \
+	model=$$(./scripts/fetch_model.sh "$(MODEL)" ./$(BUILD_RELEASE)/tools/loom/loom) && \
 		./$(BUILD_RELEASE)/tools/loom/loom run -m "$$model" -p "$(or $(PROMPT),Once upon a time)" -n 128 --temp 0
 
 test: configure-release

@@ -17,8 +17,8 @@
 #include <map>
 #include <memory>
 
-#include "bench/synthetic_llama.h"
 #include "engine/context/context.h"
+#include "engine/model/synthetic_llama.h"
 
 namespace {
 
@@ -35,7 +35,7 @@ const engine::Model &model_of(DType type) {
             (dir / fmt::format("llama-2048x16-{}.gguf", dtype_name(type))).string();
         if (!std::filesystem::exists(path)) {
             std::fprintf(stderr, "writing %s ...\n", path.c_str());
-            bench::write_synthetic_llama(path, {}, type);
+            write_synthetic_llama(path, {}, type);
         }
         m = engine::Model::load(path);
     }

@@ -1,5 +1,7 @@
 // The dtype traits table: one row per entry of loom/dtype.def.
+#include <algorithm>
 #include <array>
+#include <cctype>
 
 #include "core/quant/quant.h"
 #include "loom/core.h"
@@ -108,6 +110,19 @@ constexpr std::array<bool, kOpCount> kOpInPlace = {{
 const DTypeTraits &traits(DType type) {
     return kTraits[size_t(type)];
 }
+std::optional<DType> dtype_from_name(std::string_view name) {
+    for (size_t i = 0; i < kDTypeCount; ++i) {
+        const std::string_view candidate = dtype_name(DType(i));
+        const bool same =
+            candidate.size() == name.size() &&
+            std::equal(name.begin(), name.end(), candidate.begin(), [](char a, char b) {
+                return std::tolower(uint8_t(a)) == std::tolower(uint8_t(b));
+            });
+        if (same) return DType(i);
+    }
+    return std::nullopt;
+}
+
 const char *dtype_name(DType type) {
     return kTraits[size_t(type)].name;
 }

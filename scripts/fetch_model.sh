@@ -3,9 +3,10 @@
 #   1. MODEL (the first argument), when given;
 #   2. ../shared/models/stories260K.gguf beside the repository, when present;
 #   3. build/models/stories260K.gguf, downloaded once from Hugging Face (ggml-org/models) and
-#      checked against its sha256.
-# Fails with a message naming what it tried when none of them works.
-# Usage: fetch_model.sh [MODEL]
+#      checked against its sha256;
+#   4. build/models/synthetic-tiny.gguf, a small llama with random weights written by
+#      `loom gguf synth` (it runs, but its text is noise).
+# Usage: fetch_model.sh [MODEL] [LOOM]   (LOOM: the loom binary, for the last resort)
 set -euo pipefail
 repo_root="$(cd "$(dirname "$0")/.." && pwd)"
 url="https://huggingface.co/ggml-org/models/resolve/main/tinyllamas/stories260K.gguf"
@@ -41,6 +42,15 @@ if curl -fsSL --connect-timeout 10 --max-time 120 -o "$cached.part" "$url" && ha
     exit 0
 fi
 rm -f "$cached.part"
+synthetic="$repo_root/build/models/synthetic-tiny.gguf"
+if [ -n "${2:-}" ] && [ -x "$2" ]; then
+    [ -f "$synthetic" ] || "$2" gguf synth "$synthetic" --type Q8_0 --n-vocab 512 --n-embd 256 \
+        --n-layer 4 --n-head 8 --n-head-kv 4 --n-ff 768 >&2
+    say "using $synthetic: no MODEL, no $shared, and the download of $url failed;"
+    say "its weights are random, so expect noise (make run MODEL=path/to/model.gguf for a real one)"
+    echo "$synthetic"
+    exit 0
+fi
 say "no model. Tried: MODEL (not given); $shared (absent); downloading $url (failed, or its"
 say "sha256 was not $sha256). Give one: make run MODEL=path/to/model.gguf"
 exit 1

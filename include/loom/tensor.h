@@ -2,7 +2,9 @@
 // Element types, operations and the tensor record: the vocabulary every layer shares.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace loom {
 
@@ -49,6 +51,8 @@ struct DTypeTraits {
 
 const DTypeTraits &traits(DType type);
 const char *dtype_name(DType type);
+// The dtype named `name` (as dtype_name spells it, any letter case), if there is one.
+std::optional<DType> dtype_from_name(std::string_view name);
 const char *op_name(Op op);
 // Whether the op's result may take over its first source's memory (op.def's in_place column).
 bool op_can_run_in_place(Op op);

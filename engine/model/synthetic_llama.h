@@ -1,12 +1,13 @@
 #pragma once
 // Llama-shaped GGUF files with random weights (fixed seed), written with Loom's own GGUF writer:
-// models of the shapes and block formats the shared fixtures lack, for benchmarks.
+// models of the shapes and block formats the shared fixtures lack, for benchmarks, and the
+// model `make run` falls back to when no real one is at hand (`loom gguf synth`).
 #include <cstdint>
 #include <string>
 
 #include "loom/tensor.h"
 
-namespace loom::bench {
+namespace loom::engine {
 
 struct LlamaShape {
     int64_t n_vocab = 32000;
@@ -24,4 +25,4 @@ struct LlamaShape {
 void write_synthetic_llama(const std::string &path, const LlamaShape &shape, DType type,
                            uint32_t seed = 1);
 
-}  // namespace loom::bench
+}  // namespace loom::engine

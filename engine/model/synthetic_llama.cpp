@@ -1,4 +1,4 @@
-#include "bench/synthetic_llama.h"
+#include "engine/model/synthetic_llama.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 
 #include "loom/gguf.h"
 
-namespace loom::bench {
+namespace loom::engine {
 namespace {
 
 // Owns the bytes of every tensor until the file is written.
@@ -90,4 +90,4 @@ void write_synthetic_llama(const std::string &path, const LlamaShape &s, DType t
     w.write(path);
 }
 
-}  // namespace loom::bench
+}  // namespace loom::engine
