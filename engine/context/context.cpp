@@ -23,7 +23,16 @@ KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
     }
     const int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : model.hparams().n_ctx_train;
     // The naive attention multiplies V transposed; flash attention reads it as stored.
-    return {.size = n_ctx, .type_k = o.kv_type, .type_v = o.kv_type, .v_trans = !o.flash_attn};
+    const int n_stream = o.kv_unified ? 1 : o.n_seq_max;
+    if (n_ctx % n_stream != 0) {
+        fail("context", "n_ctx {} is not a multiple of n_seq_max {} (one KV stream per sequence)",
+             n_ctx, n_stream);
+    }
+    return {.size = n_ctx,
+            .type_k = o.kv_type,
+            .type_v = o.kv_type,
+            .v_trans = !o.flash_attn,
+            .n_stream = n_stream};
 }
 
 }  // namespace
@@ -67,12 +76,18 @@ void Context::check(const Batch &batch) const {
             fail("decode", "position {} at batch index {} is negative", batch.pos[size_t(i)], i);
         }
     }
-    const int64_t free = kv_.size() - kv_.used();
-    if (n > free) {
-        fail(
-            "decode",
-            "{} tokens do not fit in the context: {} of its {} cells are in use (raise --ctx-size)",
-            n, kv_.used(), kv_.size());
+    // Every stream must hold its tokens, checked before any ubatch runs so that a batch that
+    // does not fit leaves the cache as it was.
+    std::vector<int64_t> wanted(size_t(kv_.n_stream()), 0);
+    for (const SeqId seq : batch.seq_id) ++wanted[size_t(seq % kv_.n_stream())];
+    for (int stream = 0; stream < kv_.n_stream(); ++stream) {
+        const int64_t free = kv_.free_cells(stream), cells = kv_.size() / kv_.n_stream();
+        if (wanted[size_t(stream)] > free) {
+            fail("decode",
+                 "{} tokens do not fit in the context: {} of its {} cells are in use (raise "
+                 "--ctx-size)",
+                 wanted[size_t(stream)], cells - free, cells);
+        }
     }
 }
 

@@ -22,6 +22,10 @@ struct ContextOptions {
     bool flash_attn = false;
     DType kv_type = DType::F16;
     int n_seq_max = 1;  // sequence ids are 0 .. n_seq_max - 1
+    // One KV region for all sequences (seq_cp between any two), or one stream per sequence
+    // (n_ctx / n_seq_max cells each), which makes each sequence's results independent of the
+    // others in the batch.
+    bool kv_unified = true;
     bool graph_reuse = true;
 };
 

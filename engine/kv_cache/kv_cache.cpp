@@ -11,6 +11,9 @@ namespace loom::engine {
 KvCache::KvCache(const HParams &hp, const KvCacheParams &params)
     : hp_(hp), params_(params), cells_(size_t(params.size)) {
     if (params.size <= 0) fail("kv", "cache size {} must be positive", params.size);
+    if (params.n_stream <= 0 || params.size % params.n_stream != 0) {
+        fail("kv", "{} cells cannot be split into {} streams", params.size, params.n_stream);
+    }
     const size_t n_tensors = size_t(2 * hp.n_layer);
     ctx_ = std::make_unique<loom::Context>(
         ContextParams{.mem_size = n_tensors * 512 + 4096, .no_alloc = true});
@@ -36,14 +39,34 @@ int64_t KvCache::used() const {
     return std::count_if(cells_.begin(), cells_.end(), [](const Cell &c) { return !c.empty(); });
 }
 
+int64_t KvCache::free_cells(SeqId seq) const {
+    const auto [begin, end] = stream_cells(seq);
+    return std::count_if(cells_.begin() + begin, cells_.begin() + end,
+                         [](const Cell &c) { return c.empty(); });
+}
+
+std::pair<int32_t, int32_t> KvCache::stream_cells(SeqId seq) const {
+    const int32_t per_stream = int32_t(size() / params_.n_stream);
+    const int32_t stream = seq % params_.n_stream;
+    return {stream * per_stream, (stream + 1) * per_stream};
+}
+
 bool KvCache::find_slot(const Ubatch &u) {
     slot_.clear();
-    for (int32_t c = 0; c < int32_t(cells_.size()) && int64_t(slot_.size()) < u.n_tokens(); ++c) {
-        if (cells_[size_t(c)].empty()) slot_.push_back(c);
-    }
-    if (int64_t(slot_.size()) < u.n_tokens()) {
-        slot_.clear();
-        return false;
+    // The first free cells of each token's stream, in token order; a stream's search resumes
+    // after the cell its previous token took.
+    std::vector<int32_t> resume(size_t(params_.n_stream), 0);
+    for (int64_t t = 0; t < u.n_tokens(); ++t) {
+        const SeqId seq = u.seq_id[size_t(t)];
+        const auto [begin, end] = stream_cells(seq);
+        int32_t c = std::max(begin, resume[size_t(seq % params_.n_stream)]);
+        while (c < end && !cells_[size_t(c)].empty()) ++c;
+        if (c == end) {
+            slot_.clear();
+            return false;
+        }
+        slot_.push_back(c);
+        resume[size_t(seq % params_.n_stream)] = c + 1;
     }
     for (int64_t t = 0; t < u.n_tokens(); ++t) {
         Cell &cell = cells_[size_t(slot_[size_t(t)])];
@@ -85,6 +108,9 @@ void KvCache::seq_rm(SeqId seq, Pos p0, Pos p1) {
 
 void KvCache::seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1) {
     if (src == dst) return;
+    if (stream_cells(src) != stream_cells(dst)) {
+        fail("kv", "seq_cp from sequence {} to {}: they are in different streams", src, dst);
+    }
     for (Cell &c : cells_) {
         if (c.seqs.contains(src) && in_range(c, p0, p1)) c.seqs.insert(dst);
     }

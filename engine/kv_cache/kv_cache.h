@@ -26,6 +26,10 @@ struct KvCacheParams {
     DType type_k = DType::F16;
     DType type_v = DType::F16;
     bool v_trans = true;  // store V transposed (the naive attention path wants it)
+    // Streams: the cells split into n_stream equal regions, sequence s in region s % n_stream.
+    // A sequence then lands in the same cells whatever the other sequences do, so its results
+    // do not depend on them; seq_cp between streams is refused. 1: one region for all.
+    int n_stream = 1;
 };
 
 class KvCache {
@@ -33,10 +37,13 @@ class KvCache {
     KvCache(const HParams &hp, const KvCacheParams &params);
 
     int64_t size() const { return int64_t(cells_.size()); }
+    int n_stream() const { return params_.n_stream; }
     bool v_trans() const { return params_.v_trans; }
     DType type_k() const { return params_.type_k; }
     DType type_v() const { return params_.type_v; }
     int64_t used() const;
+    // Empty cells in the stream of sequence seq.
+    int64_t free_cells(SeqId seq) const;
 
     // Chooses a cell for each token of u (false when the cache is full) and records the tokens'
     // positions and sequences in them; slot() then holds the cells in token order.
@@ -94,6 +101,8 @@ class KvCache {
     bool in_range(const Cell &c, Pos p0, Pos p1) const {
         return c.pos >= p0 && (p1 < 0 || c.pos < p1);
     }
+    // Cells [begin, end) of the stream holding sequence seq.
+    std::pair<int32_t, int32_t> stream_cells(SeqId seq) const;
 
     HParams hp_;
     KvCacheParams params_;

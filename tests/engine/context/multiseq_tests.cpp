@@ -105,6 +105,35 @@ TEST(ContextMultiseq, OneBatchMatchesLlamaCppAndEachPromptAlone) {
     }
 }
 
+// One KV stream per sequence: each sequence holds the same cells whether the others are in the
+// batch or not, so batched and alone agree bit for bit.
+TEST(ContextMultiseq, StreamsMakeEachSequenceIndependentOfTheBatch) {
+    const MultiseqCase c = load_multiseq();
+    const auto model = Model::load(c.model_path);
+    ContextOptions options = exact_options(3);
+    options.kv_unified = false;
+    options.n_ctx = 3 * 256;
+    Context ctx(*model, options);
+    Batch batch;
+    for (size_t s = 0; s < c.prompts.size(); ++s) {
+        const auto &p = c.prompts[s];
+        for (size_t i = 0; i < p.size(); ++i) batch.add(p[i], Pos(i), SeqId(s), i + 1 == p.size());
+    }
+    ctx.decode(batch);
+    for (size_t s = 0; s < c.prompts.size(); ++s) {
+        SCOPED_TRACE("sequence " + std::to_string(s));
+        Context alone(*model, options);
+        Batch one;
+        const auto &p = c.prompts[s];
+        for (size_t i = 0; i < p.size(); ++i) one.add(p[i], Pos(i), SeqId(s), i + 1 == p.size());
+        alone.decode(one);
+        EXPECT_TRUE(bit_identical(ctx.logits(int64_t(s)), alone.logits(0)))
+            << "NMSE " << nmse(ctx.logits(int64_t(s)), alone.logits(0));
+        EXPECT_LT(nmse(ctx.logits(int64_t(s)), c.row(1, s)), 1e-6);
+    }
+    EXPECT_THROW(ctx.kv().seq_cp(0, 1, 0, -1), Error);  // across streams
+}
+
 // The same three prompts, interleaved token by token in the batch and cut into small
 // ubatches: each sequence still sees only its own cells.
 TEST(ContextMultiseq, InterleavedTokensInSmallUbatches) {

@@ -143,7 +143,9 @@ TEST_F(ContextSeqOps, SeqCpSharesAPrefixBetweenTwoContinuations) {
         EXPECT_LT(nmse(got, want), 1e-6);
         // Sequence 0's continuation takes the same cells as alone; sequence 1's comes after it,
         // so its attention sums group the cells differently (see multiseq_tests.cpp).
-        if (s == 0) EXPECT_TRUE(bit_identical(got, want)) << "NMSE " << nmse(got, want);
+        if (s == 0) {
+            EXPECT_TRUE(bit_identical(got, want)) << "NMSE " << nmse(got, want);
+        }
     }
 }
 
