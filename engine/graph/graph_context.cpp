@@ -29,15 +29,17 @@ Tensor *GraphContext::name(Tensor *t, const char *base, int64_t il) const {
 }
 
 Tensor *GraphContext::build_inp_embd() {
+    // Both inputs are in every graph and a select flags the one this ubatch fills, so token and
+    // embedding ubatches build the same nodes.
     auto *inp = res_.add_input(std::make_unique<InputEmbd>());
-    if (ubatch.has_embd()) {
-        inp->embd = name(set_input(ctx0.new_tensor(DType::F32, {hp.n_embd, n_tokens})), "inp_embd");
-        return inp->embd;
-    }
     inp->tokens = name(set_input(ctx0.new_tensor(DType::I32, {n_tokens})), "inp_tokens");
-    Tensor *cur = name(get_rows(ctx0, w.tok_embd, inp->tokens), "inp_embd");
+    inp->embd = name(set_input(ctx0.new_tensor(DType::F32, {hp.n_embd, n_tokens})), "inp_embd_raw");
+    Tensor *looked_up = name(get_rows(ctx0, w.tok_embd, inp->tokens), "inp_embd");
+    Tensor *const branches[] = {looked_up, inp->embd};
+    const bool from_tokens = !ubatch.has_embd();
+    Tensor *cur = build_forward_select(gf, branches, from_tokens ? 0 : 1);
     // The lookup depends only on an input: scheduled first, where its (large) weight is.
-    build_forward_order(gf, cur);
+    if (from_tokens) build_forward_order(gf, looked_up);
     return cur;
 }
 

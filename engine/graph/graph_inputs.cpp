@@ -8,16 +8,15 @@ namespace loom::engine {
 
 void InputEmbd::set_input(const GraphParams &params) {
     const Ubatch &u = params.ubatch;
-    if (tokens != nullptr) {
-        std::memcpy(tokens->data, u.tokens.data(), u.tokens.size() * sizeof(int32_t));
-    } else {
+    if (u.has_embd()) {
         std::memcpy(embd->data, u.embd.data(), u.embd.size() * sizeof(float));
+    } else {
+        std::memcpy(tokens->data, u.tokens.data(), u.tokens.size() * sizeof(int32_t));
     }
 }
 
 bool InputEmbd::can_reuse(const GraphParams &params) const {
-    if (params.ubatch.has_embd()) return embd != nullptr && embd->ne[1] == params.ubatch.n_tokens();
-    return tokens != nullptr && tokens->ne[0] == params.ubatch.n_tokens();
+    return tokens->ne[0] == params.ubatch.n_tokens();
 }
 
 void InputPos::set_input(const GraphParams &params) {

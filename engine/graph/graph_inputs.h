@@ -4,8 +4,8 @@
 
 namespace loom::engine {
 
-// Token ids I32 [n_tokens] (for get_rows on the embedding matrix), or raw embeddings F32
-// [n_embd, n_tokens].
+// Token ids I32 [n_tokens] (for get_rows on the embedding matrix) and raw embeddings F32
+// [n_embd, n_tokens]; the graph computes from the one the ubatch has (GraphContext's select).
 class InputEmbd : public GraphInput {
   public:
     Tensor *tokens = nullptr;
