@@ -13,7 +13,7 @@ std::string shape_text(std::span<const int64_t> ne) {
 
 }  // namespace
 
-WeightLoader::WeightLoader(const gguf::File &file, Context &ctx) {
+WeightLoader::WeightLoader(const gguf::File &file, Context &ctx) : path_(file.path()) {
     for (Tensor *t : file.create_tensors(ctx)) {
         by_name_[t->name] = t;
         used_[t->name] = false;
@@ -28,20 +28,20 @@ Tensor *WeightLoader::bind(const std::string &name, std::initializer_list<int64_
                            bool required) {
     const auto it = by_name_.find(name);
     if (it == by_name_.end()) {
-        if (required) fail("model", "tensor {} is missing from the file", name);
+        if (required) fail("model", "{}: tensor {} is missing from the file", path_, name);
         return nullptr;
     }
     Tensor *t = it->second;
     int64_t want[4] = {1, 1, 1, 1};
     std::copy(ne.begin(), ne.end(), want);
     if (!std::equal(want, want + 4, t->ne)) {
-        fail("model", "tensor {} has shape {}, expected {}", name,
+        fail("model", "{}: tensor {} has shape {}, expected {}", path_, name,
              shape_text(std::span<const int64_t>(t->ne, 4)), shape_text(want));
     }
     const bool is_matrix = ne.size() >= 2 && want[1] > 1;
     if (is_matrix && traits(t->type).is_quantized && traits(t->type).vec_dot == nullptr) {
-        fail("model", "tensor {} has type {}, which cannot be a matrix-product weight", name,
-             dtype_name(t->type));
+        fail("model", "{}: tensor {} has type {}, which cannot be a matrix-product weight", path_,
+             name, dtype_name(t->type));
     }
     used_[name] = true;
     if (is_matrix) matrices_.push_back(t);

@@ -32,6 +32,7 @@ class WeightLoader {
 
   private:
     Tensor *bind(const std::string &name, std::initializer_list<int64_t> ne, bool required);
+    std::string path_;  // for messages
     std::map<std::string, Tensor *, std::less<>> by_name_;
     std::map<std::string, bool, std::less<>> used_;
     std::vector<Tensor *> matrices_;
