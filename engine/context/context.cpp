@@ -84,10 +84,9 @@ void Context::check(const Batch &batch) const {
         const int64_t free = kv_.free_cells(stream), cells = kv_.size() / kv_.n_stream();
         if (wanted[size_t(stream)] > free) {
             fail("decode",
-                 "{} token{} do not fit in the context: {} of its {} cells are in use (raise "
+                 "the context cannot take {} more tokens: {} of its {} cells are in use (raise "
                  "--ctx-size)",
-                 wanted[size_t(stream)], wanted[size_t(stream)] == 1 ? "" : "s", cells - free,
-                 cells);
+                 wanted[size_t(stream)], cells - free, cells);
         }
     }
 }

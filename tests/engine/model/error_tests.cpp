@@ -177,7 +177,7 @@ TEST_F(DecodeErrors, SequenceIdPastNSeqMax) {
 TEST_F(DecodeErrors, PromptLongerThanTheContext) {
     Context ctx(*model_, {.n_ctx = 16, .n_threads = 2, .kv_type = DType::F32});
     const std::string msg = error_of([&] { ctx.decode(prompt_batch(20)); });
-    EXPECT_NE(msg.find("20 tokens"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("20 more tokens"), std::string::npos) << msg;
     EXPECT_NE(msg.find("16"), std::string::npos) << msg;
     EXPECT_EQ(ctx.kv().used(), 0);
     expect_still_works(ctx, prompt_batch(10), *model_);
