@@ -224,15 +224,7 @@ std::vector<float> prompt_logits(const Model &model, const Tokens &prompt, int64
                         .n_threads = 2,
                         .flash_attn = flash_attn,
                         .kv_type = DType::F32});
-    Batch batch;
-    for (size_t i = 0; i < prompt.size(); ++i) batch.add(prompt[i], Pos(i), 0, true);
-    ctx.decode(batch);
-    std::vector<float> out;
-    for (int64_t i = 0; i < ctx.n_outputs(); ++i) {
-        const auto row = ctx.logits(i);
-        out.insert(out.end(), row.begin(), row.end());
-    }
-    return out;
+    return test::all_logits(ctx, prompt);
 }
 
 TEST_F(ContextDecodePaths, UbatchSizeChangesNoBit) {

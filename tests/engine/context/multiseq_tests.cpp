@@ -67,6 +67,16 @@ std::vector<float> decode_alone(const Model &model, const std::vector<int32_t> &
     return {row.begin(), row.end()};
 }
 
+// Prompt s as sequence s, all in one batch, logits for each prompt's last token.
+Batch last_token_logits(const std::vector<std::vector<int32_t>> &prompts) {
+    Batch batch;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+        const auto &p = prompts[s];
+        for (size_t i = 0; i < p.size(); ++i) batch.add(p[i], Pos(i), SeqId(s), i + 1 == p.size());
+    }
+    return batch;
+}
+
 bool bit_identical(std::span<const float> a, std::span<const float> b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
@@ -114,12 +124,7 @@ TEST(ContextMultiseq, StreamsMakeEachSequenceIndependentOfTheBatch) {
     options.kv_unified = false;
     options.n_ctx = 3 * 256;
     Context ctx(*model, options);
-    Batch batch;
-    for (size_t s = 0; s < c.prompts.size(); ++s) {
-        const auto &p = c.prompts[s];
-        for (size_t i = 0; i < p.size(); ++i) batch.add(p[i], Pos(i), SeqId(s), i + 1 == p.size());
-    }
-    ctx.decode(batch);
+    ctx.decode(last_token_logits(c.prompts));
     for (size_t s = 0; s < c.prompts.size(); ++s) {
         SCOPED_TRACE("sequence " + std::to_string(s));
         Context alone(*model, options);
@@ -171,12 +176,7 @@ TEST(ContextMultiseq, FlashAttentionBatchedMatchesAlone) {
     o.flash_attn = true;
     o.kv_type = DType::F16;
     Context ctx(*model, o);
-    Batch batch;
-    for (size_t s = 0; s < c.prompts.size(); ++s) {
-        const auto &p = c.prompts[s];
-        for (size_t i = 0; i < p.size(); ++i) batch.add(p[i], Pos(i), SeqId(s), i + 1 == p.size());
-    }
-    ctx.decode(batch);
+    ctx.decode(last_token_logits(c.prompts));
     for (size_t s = 0; s < c.prompts.size(); ++s) {
         SCOPED_TRACE("sequence " + std::to_string(s));
         o.n_seq_max = 1;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/context/context.h"
+
 namespace loom::engine::test {
 
 struct Fixture {
@@ -48,6 +50,19 @@ inline Fixture load_fixture(const std::string &name) {
                  std::streamsize(f.logits.size() * sizeof(float)));
     }
     return f;
+}
+
+// Every position's logits of `tokens` decoded as sequence 0 in one batch, row after row.
+inline std::vector<float> all_logits(Context &ctx, const std::vector<int32_t> &tokens) {
+    Batch batch;
+    for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], Pos(i), 0, true);
+    ctx.decode(batch);
+    std::vector<float> out;
+    for (int64_t i = 0; i < ctx.n_outputs(); ++i) {
+        const auto row = ctx.logits(i);
+        out.insert(out.end(), row.begin(), row.end());
+    }
+    return out;
 }
 
 // sum (a - b)^2 / sum b^2, as ggml's test-backend-ops measures error.

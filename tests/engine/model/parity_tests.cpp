@@ -9,6 +9,7 @@
 namespace loom::engine {
 namespace {
 
+using test::all_logits;
 using test::Fixture;
 using test::load_fixture;
 using test::nmse;
@@ -31,19 +32,6 @@ std::unique_ptr<Context> make_context(const Model &model, const Fixture &f, int6
                                                            .n_threads = 2,
                                                            .flash_attn = o.flash_attn,
                                                            .kv_type = o.kv_type});
-}
-
-// Every position's logits from one batch of the whole prompt.
-std::vector<float> all_logits(Context &ctx, const std::vector<int32_t> &tokens) {
-    Batch batch;
-    for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], Pos(i), 0, true);
-    ctx.decode(batch);
-    std::vector<float> out;
-    for (int64_t i = 0; i < ctx.n_outputs(); ++i) {
-        const auto row = ctx.logits(i);
-        out.insert(out.end(), row.begin(), row.end());
-    }
-    return out;
 }
 
 int32_t argmax(std::span<const float> v) {
