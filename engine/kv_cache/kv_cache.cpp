@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "loom/error.h"
@@ -108,11 +109,49 @@ void KvCache::seq_rm(SeqId seq, Pos p0, Pos p1) {
 
 void KvCache::seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1) {
     if (src == dst) return;
-    if (stream_cells(src) != stream_cells(dst)) {
-        fail("kv", "seq_cp from sequence {} to {}: they are in different streams", src, dst);
+    if (stream_cells(src) == stream_cells(dst)) {  // the same cells serve both sequences
+        for (Cell &c : cells_) {
+            if (c.seqs.contains(src) && in_range(c, p0, p1)) c.seqs.insert(dst);
+        }
+        return;
     }
-    for (Cell &c : cells_) {
-        if (c.seqs.contains(src) && in_range(c, p0, p1)) c.seqs.insert(dst);
+    // Another stream: the cells' K and V are copied into free cells of dst's stream.
+    const auto [begin, end] = stream_cells(src);
+    std::vector<std::pair<int32_t, int32_t>> moves;  // (from, to)
+    int32_t to = stream_cells(dst).first;
+    const int32_t to_end = stream_cells(dst).second;
+    for (int32_t from = begin; from < end; ++from) {
+        const Cell &c = cells_[size_t(from)];
+        if (!c.seqs.contains(src) || !in_range(c, p0, p1)) continue;
+        while (to < to_end && !cells_[size_t(to)].empty()) ++to;
+        if (to == to_end) fail("kv", "seq_cp: the stream of sequence {} is full", dst);
+        moves.emplace_back(from, to++);
+    }
+    for (const auto &[from, into] : moves) {
+        copy_cell(from, into);
+        Cell &cell = cells_[size_t(into)];
+        cell.pos = cells_[size_t(from)].pos;
+        cell.delta = cells_[size_t(from)].delta;
+        cell.seqs = {dst};
+    }
+}
+
+void KvCache::copy_cell(int32_t from, int32_t to) {
+    for (size_t il = 0; il < k_.size(); ++il) {
+        auto *k = static_cast<std::byte *>(k_[il]->data);
+        std::memcpy(k + size_t(to) * k_[il]->nb[1], k + size_t(from) * k_[il]->nb[1],
+                    k_[il]->nb[1]);
+        auto *v = static_cast<std::byte *>(v_[il]->data);
+        if (!params_.v_trans) {
+            std::memcpy(v + size_t(to) * v_[il]->nb[1], v + size_t(from) * v_[il]->nb[1],
+                        v_[il]->nb[1]);
+            continue;
+        }
+        const size_t elt = traits(v_[il]->type).type_size;  // V^T: one element per row of V
+        for (int64_t d = 0; d < v_[il]->ne[1]; ++d) {
+            std::byte *row = v + size_t(d) * v_[il]->nb[1];
+            std::memcpy(row + size_t(to) * elt, row + size_t(from) * elt, elt);
+        }
     }
 }
 

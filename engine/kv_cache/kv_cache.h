@@ -28,7 +28,7 @@ struct KvCacheParams {
     bool v_trans = true;  // store V transposed (the naive attention path wants it)
     // Streams: the cells split into n_stream equal regions, sequence s in region s % n_stream.
     // A sequence then lands in the same cells whatever the other sequences do, so its results
-    // do not depend on them; seq_cp between streams is refused. 1: one region for all.
+    // do not depend on them; seq_cp between streams copies K and V. 1: one region for all.
     int n_stream = 1;
 };
 
@@ -101,6 +101,8 @@ class KvCache {
     bool in_range(const Cell &c, Pos p0, Pos p1) const {
         return c.pos >= p0 && (p1 < 0 || c.pos < p1);
     }
+    // Copies cell `from`'s K and V, every layer, into cell `to`.
+    void copy_cell(int32_t from, int32_t to);
     // Cells [begin, end) of the stream holding sequence seq.
     std::pair<int32_t, int32_t> stream_cells(SeqId seq) const;
 

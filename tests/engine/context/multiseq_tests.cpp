@@ -136,7 +136,31 @@ TEST(ContextMultiseq, StreamsMakeEachSequenceIndependentOfTheBatch) {
             << "NMSE " << nmse(ctx.logits(int64_t(s)), alone.logits(0));
         EXPECT_LT(nmse(ctx.logits(int64_t(s)), c.row(1, s)), 1e-6);
     }
-    EXPECT_THROW(ctx.kv().seq_cp(0, 1, 0, -1), Error);  // across streams
+}
+
+// seq_cp across streams copies the cells: sequence 1 continuing a prompt copied from sequence 0
+// equals sequence 0 continuing it (F32 KV, naive attention), and both equal a fresh decode.
+TEST(ContextMultiseq, SeqCpAcrossStreamsCopiesTheCache) {
+    const MultiseqCase c = load_multiseq();
+    const auto model = Model::load(c.model_path);
+    ContextOptions options = exact_options(2);
+    options.kv_unified = false;
+    options.n_ctx = 2 * 256;
+    Context ctx(*model, options);
+    const std::vector<int32_t> &prompt = c.prompts[2];
+    const size_t head = prompt.size() - 1;
+    Batch batch;
+    for (size_t i = 0; i < head; ++i) batch.add(prompt[i], Pos(i), 0, false);
+    ctx.decode(batch);
+    ctx.kv().seq_cp(0, 1, 0, -1);
+    EXPECT_EQ(ctx.kv().seq_pos_max(1), Pos(head - 1));
+    batch.clear();
+    batch.add(prompt[head], Pos(head), 0, true);
+    batch.add(prompt[head], Pos(head), 1, true);
+    ctx.decode(batch);
+    EXPECT_TRUE(bit_identical(ctx.logits(0), ctx.logits(1)))
+        << "NMSE " << nmse(ctx.logits(0), ctx.logits(1));
+    EXPECT_LT(nmse(ctx.logits(1), c.row(1, 2)), 1e-6);
 }
 
 // The same three prompts, interleaved token by token in the batch and cut into small
