@@ -76,6 +76,25 @@ void Context::check(const Batch &batch) const {
             fail("decode", "position {} at batch index {} is negative", batch.pos[size_t(i)], i);
         }
     }
+    // A sequence's tokens follow on from what the cache holds of it, one position at a time, as
+    // llama.cpp requires: a gap or a repeat is a caller's mistake that would attend wrongly. A
+    // sequence with nothing cached may start anywhere.
+    std::vector<Pos> next(size_t(options_.n_seq_max), -1);
+    for (int64_t i = 0; i < n; ++i) {
+        const SeqId seq = batch.seq_id[size_t(i)];
+        Pos &expected = next[size_t(seq)];
+        if (expected < 0) {
+            const Pos last = kv_.seq_pos_max(seq);
+            expected = last < 0 ? batch.pos[size_t(i)] : last + 1;
+        }
+        if (batch.pos[size_t(i)] != expected) {
+            fail("decode",
+                 "sequence {} has position {} at batch index {} where {} comes next (its last "
+                 "cached position is {})",
+                 seq, batch.pos[size_t(i)], i, expected, kv_.seq_pos_max(seq));
+        }
+        ++expected;
+    }
     // Every stream must hold its tokens, checked before any ubatch runs so that a batch that
     // does not fit leaves the cache as it was.
     std::vector<int64_t> wanted(size_t(kv_.n_stream()), 0);

@@ -216,5 +216,21 @@ TEST_F(DecodeErrors, MalformedBatches) {
     expect_still_works(ctx, prompt_batch(8), *model_);
 }
 
+// Positions must follow on from the cache (and within the batch) one at a time.
+TEST_F(DecodeErrors, PositionsThatSkipOrRepeat) {
+    Context ctx(*model_, {.n_ctx = 64, .n_threads = 2, .kv_type = DType::F32});
+    ctx.decode(prompt_batch(4));
+    Batch gap;
+    gap.add(prompt_[4], 6, 0, true);
+    const std::string msg = error_of([&] { ctx.decode(gap); });
+    EXPECT_NE(msg.find("position 6"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("4 comes next"), std::string::npos) << msg;
+    Batch repeat;
+    repeat.add(prompt_[4], 4, 0, false);
+    repeat.add(prompt_[5], 4, 0, true);
+    EXPECT_NE(error_of([&] { ctx.decode(repeat); }).find("5 comes next"), std::string::npos);
+    EXPECT_EQ(ctx.kv().seq_pos_max(0), 3);  // neither changed the cache
+}
+
 }  // namespace
 }  // namespace loom::engine
