@@ -23,6 +23,7 @@ KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
     }
     const int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : model.hparams().n_ctx_train;
     // The naive attention multiplies V transposed; flash attention reads it as stored.
+    if (o.n_seq_max <= 0) fail("context", "n_seq_max {} must be positive", o.n_seq_max);
     const int n_stream = o.kv_unified ? 1 : o.n_seq_max;
     if (n_ctx % n_stream != 0) {
         fail("context", "n_ctx {} is not a multiple of n_seq_max {} (one KV stream per sequence)",
@@ -32,7 +33,8 @@ KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
             .type_k = o.kv_type,
             .type_v = o.kv_type,
             .v_trans = !o.flash_attn,
-            .n_stream = n_stream};
+            .n_stream = n_stream,
+            .n_seq_max = o.n_seq_max};
 }
 
 }  // namespace

@@ -40,6 +40,12 @@ int64_t KvCache::used() const {
     return std::count_if(cells_.begin(), cells_.end(), [](const Cell &c) { return !c.empty(); });
 }
 
+void KvCache::check_seq(SeqId seq, const char *what) const {
+    if (seq < 0 || seq >= params_.n_seq_max) {
+        fail("kv", "{}: sequence id {} is outside 0..{}", what, seq, params_.n_seq_max - 1);
+    }
+}
+
 int64_t KvCache::free_cells(SeqId seq) const {
     const auto [begin, end] = stream_cells(seq);
     return std::count_if(cells_.begin() + begin, cells_.begin() + end,
@@ -96,6 +102,7 @@ void KvCache::clear() {
 }
 
 void KvCache::seq_rm(SeqId seq, Pos p0, Pos p1) {
+    if (seq >= 0) check_seq(seq, "seq_rm");
     for (Cell &c : cells_) {
         if (c.empty() || !in_range(c, p0, p1)) continue;
         if (seq < 0) {
@@ -108,6 +115,8 @@ void KvCache::seq_rm(SeqId seq, Pos p0, Pos p1) {
 }
 
 void KvCache::seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1) {
+    check_seq(src, "seq_cp");
+    check_seq(dst, "seq_cp");
     if (src == dst) return;
     if (stream_cells(src) == stream_cells(dst)) {  // the same cells serve both sequences
         for (Cell &c : cells_) {
@@ -156,6 +165,7 @@ void KvCache::copy_cell(int32_t from, int32_t to) {
 }
 
 void KvCache::seq_keep(SeqId seq) {
+    check_seq(seq, "seq_keep");
     for (Cell &c : cells_) {
         if (c.seqs.contains(seq)) {
             c.seqs = {seq};
@@ -166,6 +176,7 @@ void KvCache::seq_keep(SeqId seq) {
 }
 
 void KvCache::seq_add(SeqId seq, Pos p0, Pos p1, Pos delta) {
+    check_seq(seq, "seq_add");
     if (delta == 0) return;
     for (Cell &c : cells_) {
         if (!c.seqs.contains(seq) || !in_range(c, p0, p1)) continue;
@@ -177,6 +188,7 @@ void KvCache::seq_add(SeqId seq, Pos p0, Pos p1, Pos delta) {
 }
 
 void KvCache::seq_div(SeqId seq, Pos p0, Pos p1, int d) {
+    check_seq(seq, "seq_div");
     if (d == 1) return;
     if (d <= 0) fail("kv", "seq_div by {}", d);
     for (Cell &c : cells_) {

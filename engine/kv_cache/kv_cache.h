@@ -30,6 +30,7 @@ struct KvCacheParams {
     // A sequence then lands in the same cells whatever the other sequences do, so its results
     // do not depend on them; seq_cp between streams copies K and V. 1: one region for all.
     int n_stream = 1;
+    int n_seq_max = 1;  // sequence ids are 0 .. n_seq_max - 1
 };
 
 class KvCache {
@@ -101,6 +102,8 @@ class KvCache {
     bool in_range(const Cell &c, Pos p0, Pos p1) const {
         return c.pos >= p0 && (p1 < 0 || c.pos < p1);
     }
+    // loom::fail("kv", ...) unless 0 <= seq < n_seq_max (what names it: "seq_cp" ...).
+    void check_seq(SeqId seq, const char *what) const;
     // Copies cell `from`'s K and V, every layer, into cell `to`.
     void copy_cell(int32_t from, int32_t to);
     // Cells [begin, end) of the stream holding sequence seq.

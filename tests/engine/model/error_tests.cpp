@@ -216,6 +216,17 @@ TEST_F(DecodeErrors, MalformedBatches) {
     expect_still_works(ctx, prompt_batch(8), *model_);
 }
 
+// KV operations name a sequence the context does not have.
+TEST_F(DecodeErrors, KvOperationsCheckSequenceIds) {
+    Context ctx(*model_, {.n_ctx = 64, .n_threads = 2, .kv_type = DType::F32, .n_seq_max = 2});
+    const std::string msg = error_of([&] { ctx.kv().seq_cp(0, 2, 0, -1); });
+    EXPECT_NE(msg.find("sequence id 2 is outside 0..1"), std::string::npos) << msg;
+    EXPECT_THROW(ctx.kv().seq_add(-1, 0, -1, 3), Error);
+    EXPECT_THROW(ctx.kv().seq_keep(7), Error);
+    EXPECT_NO_THROW(ctx.kv().seq_rm(-1, 0, -1));  // -1: every sequence
+    EXPECT_THROW(Context(*model_, {.n_ctx = 64, .n_seq_max = 0}), Error);
+}
+
 // Positions must follow on from the cache (and within the batch) one at a time.
 TEST_F(DecodeErrors, PositionsThatSkipOrRepeat) {
     Context ctx(*model_, {.n_ctx = 64, .n_threads = 2, .kv_type = DType::F32});
