@@ -6,7 +6,8 @@
 //         unit 8c + t: elements 64c + 4t.. in the low nibbles, 64c + 32 + 4t.. in the high ones
 //   Q6_K: ql 32 units x 64 | qh 16 units x 64 | 16 scales x 16 rows (int8) | d[16] F16
 // Each sub-block's integer sum is multiplied by its scale in integers (VPMULLD), so a lane's
-// sum over the super-block is exact; the F16 scales enter once per super-block.
+// sum over the super-block is exact; the F16 scales enter once per super-block (Q6_K: once per
+// lane of ggml's AVX2 kernel, see tile_q6k).
 #include <cstring>
 #include <utility>
 
@@ -24,8 +25,8 @@ using quant::QK_K;
 // Q4_K columns: per block, 4 int32 terms, each two 32-element sums of the quants (int16 pairs)
 // that VPDPWSSD multiplies with the rows' 6-bit mins.
 constexpr int kQ4KExtra = 4;
-// Q6_K columns: per block, -32 * the sum of each 16 quants (Q6_K stores q + 32), which starts
-// each sub-block's lane sum.
+// Q6_K columns: per block, the sum of each 16 quants, for the -32 offset of Q6_K's levels
+// (lane m starts at -32 * the scaled sums of sub-blocks 2m and 2m + 1).
 constexpr int kQ6KExtra = 16;
 
 template <int kExtra>
@@ -48,7 +49,7 @@ void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *pane
                 const int32_t hi = y.bsums[4 * i + 2] + y.bsums[4 * i + 3];
                 terms[i] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
             } else {
-                terms[i] = -32 * y.bsums[i];
+                terms[i] = y.bsums[i];
             }
         }
         std::memcpy(p + w * (QK_K + 4) + slot * 4 * kExtra, terms, sizeof terms);
@@ -106,8 +107,8 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
         __m512i sumi[NC];
         for (int c = 0; c < NC; ++c) sumi[c] = _mm512_setzero_si512();
 #pragma GCC unroll 8
-        for (int j = 0; j < 8;
-             ++j) {  // sub-block j: low (even j) or high nibbles of units 8(j/2)..
+        for (int j = 0; j < 8; ++j) {
+            // Sub-block j: the low (even j) or high nibbles of units 8(j/2) .. 8(j/2) + 7.
             __m512i q[8];
 #pragma GCC unroll 8
             for (int t = 0; t < 8; ++t) {
@@ -141,6 +142,16 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
     for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
 }
 
+// Q6_K in the float order of ggml's AVX2 ggml_vec_dot_q6_K_q8_K, the kernel llama.cpp runs for
+// Q6_K on x86 (it does not repack Q6_K there): per row 8 int32 lanes, lane m holding, for every
+// 32-element chunk, the scaled products of its elements 4m .. 4m + 3 (q + 32 times the
+// activations), less 32 * (the scaled activation sums of sub-blocks 2m and 2m + 1); each lane
+// goes through its own float accumulator (one fma with d_w * d_a per super-block) and the 8 are
+// added at the end as ggml's hsum_float_8.
+//
+// The scales multiply in 16 bits: a unit's product sum (4 * 63 * 127 at most) and a Q8_K 16-sum
+// fit in int16, and a scale vector with zero high halves makes VPDPWSSD add exactly
+// sum * scale to the lane, one instruction instead of VPMULLD's two and an add.
 template <int NC>
 void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
     constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ6K);
@@ -148,22 +159,41 @@ void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
                      kScale = 208 * kRepackRows;
     const size_t col = column_block<kQ6KExtra>();
     const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-    __m512 acc[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+    const __m512i low16 = _mm512_set1_epi32(0xFFFF);
+    __m512 acc[NC][8];
+    for (int c = 0; c < NC; ++c) {
+        for (int m = 0; m < 8; ++m) acc[c][m] = _mm512_setzero_ps();
+    }
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * kGroupBlock;
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * col;
-        __m512i sumi[NC];
-        for (int c = 0; c < NC; ++c) sumi[c] = _mm512_setzero_si512();
-            // Elements 128h + 32qq + 4u.. of quarter qq of half h: low bits from ql unit
-            // 16h + 8(qq % 2) + u (high nibble when qq >= 2), bits 4-5 from bits 2qq, 2qq+1 of qh
-            // unit 8h + u; sub-block 8h + 2qq + u / 4.
-            // Unrolled so that each quarter's shifts are constants.
+        // Sub-block s's scale of each row in the low 16 bits of its lane.
+        auto scale16 = [&](int sub) {
+            return _mm512_and_si512(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                                        reinterpret_cast<const __m128i *>(w + kScales + 16 * sub))),
+                                    low16);
+        };
+        __m512i lane[NC][8];
+#pragma GCC unroll 8
+        for (int m = 0; m < 8; ++m) {
+            const __m512i s0 = scale16(2 * m), s1 = scale16(2 * m + 1);
+            for (int c = 0; c < NC; ++c) {
+                const std::byte *bsums = a + NC * (QK_K + 4) + 4 * kQ6KExtra * c;
+                __m512i t = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
+                                                broadcast_i32(bsums + 4 * (2 * m)), s0);
+                t = _mm512_dpwssd_epi32(t, broadcast_i32(bsums + 4 * (2 * m + 1)), s1);
+                lane[c][m] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(t, 5));
+            }
+        }
+        // Chunk 4h + qq (elements 128h + 32qq ..), unit u: elements + 4u .. + 4u + 3, low bits
+        // from ql unit 16h + 8(qq % 2) + u (high nibble when qq >= 2), bits 4-5 from bits 2qq,
+        // 2qq + 1 of qh unit 8h + u; units 0-3 in sub-block 2 * chunk, 4-7 in the next.
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
 #pragma GCC unroll 4
             for (int qq = 0; qq < 4; ++qq) {
+                const int chunk = 4 * h + qq;
                 __m512i q[8];
 #pragma GCC unroll 8
                 for (int u = 0; u < 8; ++u) {
@@ -177,32 +207,35 @@ void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
                         _mm512_and_si512(qq < 2 ? lo : _mm512_srli_epi16(lo, 4), low4);
                     q[u] = _mm512_or_si512(lo4, _mm512_and_si512(hi45, bits45));
                 }
-#pragma GCC unroll 2
-                for (int k = 0; k < 2; ++k) {
-                    const int sub = 8 * h + 2 * qq + k;
-                    const __m512i scale = _mm512_cvtepi8_epi32(
-                        _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + kScales + 16 * sub)));
+                const __m512i sc[2] = {scale16(2 * chunk), scale16(2 * chunk + 1)};
 #pragma GCC unroll 12
-                    for (int c = 0; c < NC; ++c) {
-                        __m512i s = broadcast_i32(a + NC * (QK_K + 4) + 4 * (kQ6KExtra * c + sub));
-#pragma GCC unroll 4
-                        for (int u = 4 * k; u < 4 * k + 4; ++u) {
-                            s = _mm512_dpbusd_epi32(
-                                s, q[u], broadcast_i32(a + c * QK_K + 4 * (32 * h + 8 * qq + u)));
-                        }
-                        sumi[c] = _mm512_add_epi32(sumi[c], _mm512_mullo_epi32(s, scale));
+                for (int c = 0; c < NC; ++c) {
+#pragma GCC unroll 8
+                    for (int u = 0; u < 8; ++u) {
+                        const __m512i s =
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[u],
+                                                broadcast_i32(a + c * QK_K + 4 * (8 * chunk + u)));
+                        lane[c][u] = _mm512_dpwssd_epi32(lane[c][u], s, sc[u / 4]);
                     }
                 }
             }
         }
         const __m512 dw = load_f16x16(w + kScale);
         for (int c = 0; c < NC; ++c) {
-            const float da = load_f32(a + NC * QK_K + 4 * c);
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]),
-                                     _mm512_mul_ps(dw, _mm512_set1_ps(da)), acc[c]);
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(load_f32(a + NC * QK_K + 4 * c)));
+#pragma GCC unroll 8
+            for (int m = 0; m < 8; ++m) {
+                acc[c][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lane[c][m]), d, acc[c][m]);
+            }
         }
     }
-    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
+    for (int c = 0; c < NC; ++c) {
+        const __m512 sum = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][4]), _mm512_add_ps(acc[c][2], acc[c][6])),
+            _mm512_add_ps(_mm512_add_ps(acc[c][1], acc[c][5]),
+                          _mm512_add_ps(acc[c][3], acc[c][7])));
+        _mm512_storeu_ps(out + c * kGroupRows, sum);
+    }
 }
 
 template <size_t... I>

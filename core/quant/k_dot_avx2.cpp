@@ -209,6 +209,11 @@ float dot_q6_k_avx2(int64_t n, const void *vx, const void *vy) {
         const float d = y[b].d * fp16_to_f32(x[b].d);
         int scales[16];
         for (int j = 0; j < 16; ++j) scales[j] = x[b].scales[j];
+        // The offset 32 comes off once per block, lane k taking sub-blocks 2k and 2k + 1
+        // (ggml's current AVX2 kernel); which lane holds which product decides the float sum.
+        const __m256i scale_bsums =
+            _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[b].scales)),
+                              load256(y[b].bsums));
         __m256i sumi = _mm256_setzero_si256();
         for (int half = 0; half < 2; ++half) {
             const __m256i ql1 = load256(x[b].ql + 64 * half);
@@ -224,8 +229,9 @@ float dot_q6_k_avx2(int64_t n, const void *vx, const void *vy) {
                 levels[k] = _mm256_or_si256(nibble, _mm256_slli_epi16(high, 4));
             }
             sumi = _mm256_add_epi32(
-                sumi, half_block_sums(levels, 32, y[b].qs + 128 * half, scales + 8 * half));
+                sumi, half_block_sums(levels, 0, y[b].qs + 128 * half, scales + 8 * half));
         }
+        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(scale_bsums, 5));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
     return hsum_float_8(acc);

@@ -59,6 +59,12 @@ float emulate_q4_q5_k(const Block *x, const BlockQ8K *y, int64_t nb) {
         }
         sum_mins = std::fma(dmin, float(mins_total), sum_mins);
         int32_t lanes[8] = {};
+        if constexpr (std::is_same_v<Block, BlockQ6K>) {
+            for (int k = 0; k < 8; ++k) {
+                lanes[k] = -32 * (scale(x[b], 2 * k) * y[b].bsums[2 * k] +
+                                  scale(x[b], 2 * k + 1) * y[b].bsums[2 * k + 1]);
+            }
+        }
         for (int i = 0; i < QK_K; ++i) {
             const uint8_t byte = x[b].qs[32 * (i / 64) + i % 32];
             int q = (i % 64) < 32 ? byte & 0xF : byte >> 4;
@@ -72,7 +78,8 @@ float emulate_q4_q5_k(const Block *x, const BlockQ8K *y, int64_t nb) {
 }
 
 // Q2_K, Q3_K and Q6_K: a scale per 16 elements. Q2_K adds its min terms to the same 8 lanes first
-// (lane k: sub-blocks 2k and 2k + 1).
+// (lane k: sub-blocks 2k and 2k + 1). Q6_K multiplies its unsigned levels (q + 32) and starts
+// lane k at -32 * (sc[2k] * bsum[2k] + sc[2k + 1] * bsum[2k + 1]), as ggml's AVX2 kernel does.
 template <typename Block>
 float emulate_16(const Block *x, const BlockQ8K *y, int64_t nb, int (*level)(const Block &, int),
                  int (*scale)(const Block &, int)) {
@@ -88,6 +95,12 @@ float emulate_16(const Block *x, const BlockQ8K *y, int64_t nb, int (*level)(con
             }
         }
         int32_t lanes[8] = {};
+        if constexpr (std::is_same_v<Block, BlockQ6K>) {
+            for (int k = 0; k < 8; ++k) {
+                lanes[k] = -32 * (scale(x[b], 2 * k) * y[b].bsums[2 * k] +
+                                  scale(x[b], 2 * k + 1) * y[b].bsums[2 * k + 1]);
+            }
+        }
         for (int i = 0; i < QK_K; ++i) {
             lanes[lane_of(i)] += scale(x[b], i / 16) * level(x[b], i) * y[b].qs[i];
         }
@@ -116,7 +129,7 @@ int q6_k_level(const BlockQ6K &x, int i) {
     const int half = i / 128, quarter = (i % 128) / 32, l = i % 32;
     const uint8_t ql = x.ql[64 * half + 32 * (quarter % 2) + l];
     const int low = quarter < 2 ? ql & 0xF : ql >> 4;
-    return (low | (((x.qh[32 * half + l] >> (2 * quarter)) & 3) << 4)) - 32;
+    return low | (((x.qh[32 * half + l] >> (2 * quarter)) & 3) << 4);  // q + 32
 }
 int q6_k_scale(const BlockQ6K &x, int j) {
     return x.scales[j];

@@ -106,27 +106,31 @@ float q4k_expected(const std::byte *row, const std::byte *column, int64_t K) {
     return acc;
 }
 
+// ggml's AVX2 Q6_K order: per block, lane m holds elements 32c + 4m .. 32c + 4m + 3 of every
+// 32-element chunk c, (q + 32) * q8 times the chunk's sub-block scale, less 32 * scale * bsum of
+// sub-blocks 2m and 2m + 1; each lane has its own float accumulator, added as hsum_float_8.
 float q6k_expected(const std::byte *row, const std::byte *column, int64_t K) {
     const auto *y = reinterpret_cast<const quant::BlockQ8K *>(column);
-    float acc = 0.0f;
+    float acc[8] = {};
     for (int64_t b = 0; b < K / 256; ++b) {
         const auto &x = reinterpret_cast<const quant::BlockQ6K *>(row)[b];
-        int32_t sumi = 0;
-        for (int s = 0; s < 16; ++s) {
-            int32_t isum = 0;
-            for (int i = 0; i < 16; ++i) {
-                const int e = 16 * s + i, h = e / 128, quarter = e % 128 / 32, l = e % 32;
-                const uint8_t lo = x.ql[64 * h + 32 * (quarter % 2) + l];
-                const uint8_t hi = x.qh[32 * h + l];
-                const int q =
-                    ((quarter < 2 ? lo & 0x0F : lo >> 4) | (((hi >> (2 * quarter)) & 3) << 4)) - 32;
-                isum += q * y[b].qs[e];
-            }
-            sumi += x.scales[s] * isum;
+        int32_t lane[8];
+        for (int m = 0; m < 8; ++m) {
+            lane[m] = -32 * (x.scales[2 * m] * y[b].bsums[2 * m] +
+                             x.scales[2 * m + 1] * y[b].bsums[2 * m + 1]);
         }
-        acc = std::fma(float(sumi), fp16_to_f32(x.d) * y[b].d, acc);
+        for (int e = 0; e < 256; ++e) {
+            const int h = e / 128, quarter = e % 128 / 32, l = e % 32;
+            const uint8_t lo = x.ql[64 * h + 32 * (quarter % 2) + l];
+            const uint8_t hi = x.qh[32 * h + l];
+            const int level =
+                (quarter < 2 ? lo & 0x0F : lo >> 4) | (((hi >> (2 * quarter)) & 3) << 4);
+            lane[e % 32 / 4] += x.scales[e / 16] * level * y[b].qs[e];
+        }
+        const float d = fp16_to_f32(x.d) * y[b].d;
+        for (int m = 0; m < 8; ++m) acc[m] = std::fma(float(lane[m]), d, acc[m]);
     }
-    return acc;
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
 float expected_element(DType type, const std::byte *row, const float *x, int64_t K) {
