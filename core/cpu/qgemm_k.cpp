@@ -168,54 +168,76 @@ void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
         const std::byte *w = group + size_t(b) * kGroupBlock;
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * col;
-        // Sub-block s's scale of each row in the low 16 bits of its lane.
-        auto scale16 = [&](int sub) {
-            return _mm512_and_si512(_mm512_cvtepi8_epi32(_mm_loadu_si128(
-                                        reinterpret_cast<const __m128i *>(w + kScales + 16 * sub))),
-                                    low16);
+        // The 16 sub-block scales, each in the low 16 bits of its row's lane.
+        __m512i scale[16];
+        for (int sub = 0; sub < 16; ++sub) {
+            scale[sub] = _mm512_and_si512(
+                _mm512_cvtepi8_epi32(
+                    _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + kScales + 16 * sub))),
+                low16);
+        }
+        // Unit u of chunk 4h + qq (elements 128h + 32qq + 4u ..): low bits from ql unit
+        // 16h + 8(qq % 2) + u (high nibble when qq >= 2), bits 4-5 from bits 2qq, 2qq + 1 of qh
+        // unit 8h + u. Units 0-3 of a chunk are in sub-block 2 * chunk, 4-7 in the next.
+        auto levels = [&](int chunk, int u) [[gnu::always_inline]] {
+            const int h = chunk / 4, qq = chunk % 4;
+            const __m512i lo = load512(w + size_t(16 * h + 8 * (qq % 2) + u) * 64);
+            const __m512i hi = load512(w + kHigh + size_t(8 * h + u) * 64);
+            const __m512i hi45 = qq == 0   ? _mm512_slli_epi16(hi, 4)
+                                 : qq == 1 ? _mm512_slli_epi16(hi, 2)
+                                 : qq == 2 ? hi
+                                           : _mm512_srli_epi16(hi, 2);
+            const __m512i lo4 = _mm512_and_si512(qq < 2 ? lo : _mm512_srli_epi16(lo, 4), low4);
+            return _mm512_or_si512(lo4, _mm512_and_si512(hi45, bits45));
+        };
+        // Lane m of column c starts at -32 * (scaled 16-sums of sub-blocks 2m and 2m + 1).
+        auto start = [&](int c, int m) [[gnu::always_inline]] {
+            const std::byte *bsums = a + NC * (QK_K + 4) + 4 * kQ6KExtra * c;
+            __m512i t = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
+                                            broadcast_i32(bsums + 4 * (2 * m)), scale[2 * m]);
+            t = _mm512_dpwssd_epi32(t, broadcast_i32(bsums + 4 * (2 * m + 1)), scale[2 * m + 1]);
+            return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(t, 5));
+        };
+        auto add_unit = [&](__m512i lane, __m512i q, int c, int chunk,
+                            int u) [[gnu::always_inline]] {
+            const __m512i s = _mm512_dpbusd_epi32(
+                _mm512_setzero_si512(), q, broadcast_i32(a + c * QK_K + 4 * (8 * chunk + u)));
+            return _mm512_dpwssd_epi32(lane, s, scale[2 * chunk + u / 4]);
         };
         __m512i lane[NC][8];
-#pragma GCC unroll 8
-        for (int m = 0; m < 8; ++m) {
-            const __m512i s0 = scale16(2 * m), s1 = scale16(2 * m + 1);
+        if constexpr (NC <= kStreamColumns) {
+            // Generation: every column's lanes stay in registers while each chunk is decoded.
             for (int c = 0; c < NC; ++c) {
-                const std::byte *bsums = a + NC * (QK_K + 4) + 4 * kQ6KExtra * c;
-                __m512i t = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
-                                                broadcast_i32(bsums + 4 * (2 * m)), s0);
-                t = _mm512_dpwssd_epi32(t, broadcast_i32(bsums + 4 * (2 * m + 1)), s1);
-                lane[c][m] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(t, 5));
+                for (int m = 0; m < 8; ++m) lane[c][m] = start(c, m);
             }
-        }
-        // Chunk 4h + qq (elements 128h + 32qq ..), unit u: elements + 4u .. + 4u + 3, low bits
-        // from ql unit 16h + 8(qq % 2) + u (high nibble when qq >= 2), bits 4-5 from bits 2qq,
-        // 2qq + 1 of qh unit 8h + u; units 0-3 in sub-block 2 * chunk, 4-7 in the next.
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-#pragma GCC unroll 4
-            for (int qq = 0; qq < 4; ++qq) {
-                const int chunk = 4 * h + qq;
+#pragma GCC unroll 8
+            for (int chunk = 0; chunk < 8; ++chunk) {
                 __m512i q[8];
 #pragma GCC unroll 8
-                for (int u = 0; u < 8; ++u) {
-                    const __m512i lo = load512(w + size_t(16 * h + 8 * (qq % 2) + u) * 64);
-                    const __m512i hi = load512(w + kHigh + size_t(8 * h + u) * 64);
-                    const __m512i hi45 = qq == 0   ? _mm512_slli_epi16(hi, 4)
-                                         : qq == 1 ? _mm512_slli_epi16(hi, 2)
-                                         : qq == 2 ? hi
-                                                   : _mm512_srli_epi16(hi, 2);
-                    const __m512i lo4 =
-                        _mm512_and_si512(qq < 2 ? lo : _mm512_srli_epi16(lo, 4), low4);
-                    q[u] = _mm512_or_si512(lo4, _mm512_and_si512(hi45, bits45));
-                }
-                const __m512i sc[2] = {scale16(2 * chunk), scale16(2 * chunk + 1)};
-#pragma GCC unroll 12
+                for (int u = 0; u < 8; ++u) q[u] = levels(chunk, u);
                 for (int c = 0; c < NC; ++c) {
 #pragma GCC unroll 8
+                    for (int u = 0; u < 8; ++u)
+                        lane[c][u] = add_unit(lane[c][u], q[u], c, chunk, u);
+                }
+            }
+        } else {
+            // Wide panels: the block is decoded once into L1, then each column's 8 lanes run
+            // through it (8 lanes per column would not fit the registers for 12 columns).
+            __m512i q[64];
+#pragma GCC unroll 8
+            for (int chunk = 0; chunk < 8; ++chunk) {
+#pragma GCC unroll 8
+                for (int u = 0; u < 8; ++u) q[8 * chunk + u] = levels(chunk, u);
+            }
+            for (int c = 0; c < NC; ++c) {
+#pragma GCC unroll 8
+                for (int m = 0; m < 8; ++m) lane[c][m] = start(c, m);
+#pragma GCC unroll 8
+                for (int chunk = 0; chunk < 8; ++chunk) {
+#pragma GCC unroll 8
                     for (int u = 0; u < 8; ++u) {
-                        const __m512i s =
-                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[u],
-                                                broadcast_i32(a + c * QK_K + 4 * (8 * chunk + u)));
-                        lane[c][u] = _mm512_dpwssd_epi32(lane[c][u], s, sc[u / 4]);
+                        lane[c][u] = add_unit(lane[c][u], q[8 * chunk + u], c, chunk, u);
                     }
                 }
             }
