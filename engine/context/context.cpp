@@ -60,12 +60,15 @@ void Context::check(const Batch &batch) const {
     if (n > options_.n_batch) {
         fail("decode", "the batch has {} tokens, more than n_batch = {}", n, options_.n_batch);
     }
-    const bool sizes_ok = int64_t(batch.seq_id.size()) == n && int64_t(batch.logits.size()) == n &&
-                          (batch.tokens.empty() ? int64_t(batch.embd.size()) == n * n_embd
-                                                : int64_t(batch.tokens.size()) == n);
+    const bool sizes_ok =
+        int64_t(batch.seq_id.size()) == n && int64_t(batch.logits.size()) == n &&
+        (batch.tokens.empty() || int64_t(batch.tokens.size()) == n) &&
+        (batch.embd.empty() ? !batch.tokens.empty() : int64_t(batch.embd.size()) == n * n_embd);
     if (!sizes_ok) fail("decode", "the batch's arrays have different lengths");
     for (int64_t i = 0; i < n; ++i) {
-        if (!batch.tokens.empty() &&
+        const bool embedding_row =
+            !batch.embd.empty() && (batch.tokens.empty() || batch.tokens[size_t(i)] == kEmbdToken);
+        if (!batch.tokens.empty() && !embedding_row &&
             (batch.tokens[size_t(i)] < 0 || batch.tokens[size_t(i)] >= n_vocab)) {
             fail("decode", "token {} at batch index {} is outside the vocabulary (0..{})",
                  batch.tokens[size_t(i)], i, n_vocab - 1);
@@ -117,18 +120,21 @@ void Context::decode(const Batch &batch) {
     if (kv_.has_shift()) apply_kv_shift();
     n_outputs_ = std::count(batch.logits.begin(), batch.logits.end(), uint8_t(1));
     logits_.assign(size_t(n_outputs_ * model_.hparams().n_vocab), 0.0f);
-    int64_t out_row = 0;
-    for (const Ubatch &u : split_batch(batch, options_.n_ubatch, model_.hparams().n_embd)) {
-        decode_ubatch(u, out_row);
+    for (const Ubatch &u :
+         split_batch(batch, options_.n_ubatch, model_.hparams().n_embd, kv_.n_stream())) {
+        decode_ubatch(u);
     }
 }
 
-void Context::decode_ubatch(const Ubatch &u_in, int64_t &out_row) {
+void Context::decode_ubatch(const Ubatch &u_in) {
     Ubatch u = u_in;
     // A graph needs at least one output row; a ubatch without one computes its last token's
     // logits and drops them.
     const bool discard = u.output_rows.empty();
-    if (discard) u.output_rows.push_back(int32_t(u.n_tokens() - 1));
+    if (discard) {
+        u.output_rows.push_back(int32_t(u.n_tokens() - 1));
+        u.output_ids.push_back(-1);
+    }
     if (!kv_.find_slot(u)) {
         fail("decode", "the KV cache is full ({} cells)", kv_.size());
     }
@@ -138,7 +144,7 @@ void Context::decode_ubatch(const Ubatch &u_in, int64_t &out_row) {
                        .cparams = {.n_ctx = kv_.size(), .flash_attn = options_.flash_attn},
                        .ubatch = u,
                        .n_outputs = u.n_outputs(),
-                       .n_kv = kv_.n_kv()};
+                       .n_kv = kv_.n_kv(u)};
     if (options_.graph_reuse && graph_ != nullptr && graph_->can_reuse(params)) {
         ++stats_.graph_reuses;
     } else {
@@ -159,9 +165,10 @@ void Context::decode_ubatch(const Ubatch &u_in, int64_t &out_row) {
     if (discard) return;
     const int64_t n_vocab = model_.hparams().n_vocab;
     const auto *out = static_cast<const float *>(graph_->logits->data);
-    std::memcpy(logits_.data() + out_row * n_vocab, out,
-                size_t(u.n_outputs() * n_vocab) * sizeof(float));
-    out_row += u.n_outputs();
+    for (int64_t r = 0; r < u.n_outputs(); ++r) {  // into the batch's order of outputs
+        std::memcpy(logits_.data() + u.output_ids[size_t(r)] * n_vocab, out + r * n_vocab,
+                    size_t(n_vocab) * sizeof(float));
+    }
 }
 
 std::span<const float> Context::logits(int64_t i) const {

@@ -57,7 +57,7 @@ class Context {
 
   private:
     void check(const Batch &batch) const;
-    void decode_ubatch(const Ubatch &u, int64_t &out_row);
+    void decode_ubatch(const Ubatch &u);
     void apply_kv_shift();
 
     const Model &model_;

@@ -29,23 +29,31 @@ Tensor *GraphContext::name(Tensor *t, const char *base, int64_t il) const {
 }
 
 Tensor *GraphContext::build_inp_embd() {
-    // Both inputs are in every graph and a select flags the one this ubatch fills, so token and
-    // embedding ubatches build the same nodes.
+    // Three ways to the first layer's input: token ids looked up in tok_embd, raw embeddings, or
+    // a mix of both (each row taken from one or the other). All three are in every graph and a
+    // select flags the one this ubatch uses, so a graph's shape does not depend on the batch's
+    // contents.
     auto *inp = res_.add_input(std::make_unique<InputEmbd>());
     inp->tokens = name(set_input(ctx0.new_tensor(DType::I32, {n_tokens})), "inp_tokens");
     inp->embd = name(set_input(ctx0.new_tensor(DType::F32, {hp.n_embd, n_tokens})), "inp_embd_raw");
+    inp->rows = name(set_input(ctx0.new_tensor(DType::I32, {n_tokens})), "inp_embd_rows");
     Tensor *looked_up = name(get_rows(ctx0, w.tok_embd, inp->tokens), "inp_embd");
-    Tensor *const branches[] = {looked_up, inp->embd};
-    const bool from_tokens = !ubatch.has_embd();
-    Tensor *cur = build_forward_select(gf, branches, from_tokens ? 0 : 1);
+    // Row t of the mix: row t of the lookup or row n_tokens + t of the raw embeddings.
+    Tensor *both = concat(ctx0, looked_up, inp->embd, 1);
+    Tensor *mixed = name(get_rows(ctx0, both, inp->rows), "inp_embd_mixed");
+    Tensor *const branches[] = {looked_up, inp->embd, mixed};
+    const size_t chosen = ubatch.is_mixed() ? 2 : ubatch.has_embd() ? 1 : 0;
+    Tensor *cur = build_forward_select(gf, branches, chosen);
     // The lookup depends only on an input: scheduled first, where its (large) weight is.
-    if (from_tokens) build_forward_order(gf, looked_up);
+    if (chosen != 1) build_forward_order(gf, looked_up);
     return cur;
 }
 
 Tensor *GraphContext::build_inp_pos() {
     auto *inp = res_.add_input(std::make_unique<InputPos>());
-    inp->pos = name(set_input(ctx0.new_tensor(DType::I32, {n_tokens})), "inp_pos");
+    inp->n_pos_per_embd = model.arch().n_pos_per_embd;
+    inp->pos =
+        name(set_input(ctx0.new_tensor(DType::I32, {n_tokens * inp->n_pos_per_embd})), "inp_pos");
     return inp->pos;
 }
 
@@ -61,7 +69,9 @@ InputAttnKv *GraphContext::build_attn_inp_kv() {
     inp->k_idxs = name(set_input(ctx0.new_tensor(DType::I64, {n_tokens})), "inp_k_idxs");
     inp->v_idxs =
         name(set_input(ctx0.new_tensor(DType::I64, {kv.v_idxs_count(n_tokens)})), "inp_v_idxs");
-    inp->kq_mask = name(set_input(ctx0.new_tensor(DType::F32, {n_kv, n_tokens})), "kq_mask");
+    const int64_t ns = ubatch.n_stream;
+    inp->kq_mask =
+        name(set_input(ctx0.new_tensor(DType::F32, {n_kv, n_tokens / ns, 1, ns})), "kq_mask");
     return inp;
 }
 
@@ -132,20 +142,26 @@ Tensor *GraphContext::build_attn(InputAttnKv *inp, Tensor *wo, Tensor *wo_b, Ten
     build_forward_expand(gf, name(kv.store_k(ctx0, il, k_2d, inp->k_idxs), "k_store", il));
     build_forward_expand(gf, name(kv.store_v(ctx0, il, v_2d, inp->v_idxs), "v_store", il));
 
-    Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head]
-    Tensor *k = kv.k_view(ctx0, il, n_kv);         // [head_dim, n_kv, n_head_kv]
-    Tensor *v = kv.v_view(ctx0, il, n_kv);
+    // The ubatch's tokens are n_stream runs of n_tps, one per KV stream: the streams become
+    // dimension 3 of every product, each attending over its own cells.
+    const int ns = ubatch.n_stream;
+    const int64_t n_tps = n_tokens / ns;
+    if (!q_cur->is_contiguous()) q_cur = cont(ctx0, q_cur);
+    q_cur = reshape(ctx0, q_cur, {q_cur->ne[0], q_cur->ne[1], n_tps, ns});
+    Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);               // [head_dim, n_tps, n_head, ns]
+    Tensor *k = kv.k_view(ctx0, il, n_kv, ubatch.stream0, ns);  // [head_dim, n_kv, n_head_kv, ns]
+    Tensor *v = kv.v_view(ctx0, il, n_kv, ubatch.stream0, ns);
     Tensor *cur;
     if (flash_attn) {
-        // [head_dim_v, n_head, n_tokens]
+        // [head_dim_v, n_head, n_tps, ns]
         cur = flash_attn_ext(ctx0, q, k, v, inp->kq_mask, {.scale = kq_scale});
     } else {
-        Tensor *kq = name(mul_mat(ctx0, k, q), "kq", il);  // [n_kv, n_tokens, n_head]
+        Tensor *kq = name(mul_mat(ctx0, k, q), "kq", il);  // [n_kv, n_tps, n_head, ns]
         kq = name(soft_max_ext(ctx0, kq, inp->kq_mask, {.scale = kq_scale}), "kq_soft_max", il);
-        Tensor *kqv = mul_mat(ctx0, v, kq);                // [head_dim_v, n_tokens, n_head]
-        cur = cont(ctx0, permute(ctx0, kqv, 0, 2, 1, 3));  // [head_dim_v, n_head, n_tokens]
+        Tensor *kqv = mul_mat(ctx0, v, kq);                // [head_dim_v, n_tps, n_head, ns]
+        cur = cont(ctx0, permute(ctx0, kqv, 0, 2, 1, 3));  // [head_dim_v, n_head, n_tps, ns]
     }
-    cur = reshape(ctx0, cur, {hp.n_embd_head_v * hp.n_head, n_tokens});
+    cur = reshape(ctx0, cur, {hp.n_embd_head_v * hp.n_head, n_tokens});  // the ubatch's order
     return name(build_linear(wo, name(cur, "kqv_out", il), wo_b), "attn_out", il);
 }
 

@@ -43,7 +43,7 @@ class GraphContext {
 
     // Inputs
     Tensor *build_inp_embd();     // F32 [n_embd, n_tokens]
-    Tensor *build_inp_pos();      // I32 [n_tokens]
+    Tensor *build_inp_pos();      // I32 [n_tokens * the architecture's n_pos_per_embd]
     Tensor *build_inp_out_ids();  // I32 [n_outputs], null when every token is an output
     InputAttnKv *build_attn_inp_kv();
 

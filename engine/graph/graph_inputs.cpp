@@ -8,10 +8,14 @@ namespace loom::engine {
 
 void InputEmbd::set_input(const GraphParams &params) {
     const Ubatch &u = params.ubatch;
-    if (u.has_embd()) {
-        std::memcpy(embd->data, u.embd.data(), u.embd.size() * sizeof(float));
-    } else {
-        std::memcpy(tokens->data, u.tokens.data(), u.tokens.size() * sizeof(int32_t));
+    if (!u.embd.empty()) std::memcpy(embd->data, u.embd.data(), u.embd.size() * sizeof(float));
+    if (u.has_embd()) return;
+    auto *ids = static_cast<int32_t *>(tokens->data);
+    auto *from = static_cast<int32_t *>(rows->data);
+    for (int64_t t = 0; t < u.n_tokens(); ++t) {
+        const bool raw = u.tokens[size_t(t)] == kEmbdToken;
+        ids[t] = raw ? 0 : u.tokens[size_t(t)];  // a raw row looks up token 0 and ignores it
+        from[t] = int32_t(raw ? u.n_tokens() + t : t);
     }
 }
 
@@ -20,11 +24,16 @@ bool InputEmbd::can_reuse(const GraphParams &params) const {
 }
 
 void InputPos::set_input(const GraphParams &params) {
-    std::memcpy(pos->data, params.ubatch.pos.data(), params.ubatch.pos.size() * sizeof(int32_t));
+    const std::vector<Pos> &p = params.ubatch.pos;
+    auto *out = static_cast<int32_t *>(pos->data);
+    for (int c = 0; c < n_pos_per_embd; ++c) {
+        const bool spare = n_pos_per_embd > 1 && c == 3;
+        for (size_t t = 0; t < p.size(); ++t) out[size_t(c) * p.size() + t] = spare ? 0 : p[t];
+    }
 }
 
 bool InputPos::can_reuse(const GraphParams &params) const {
-    return pos->ne[0] == params.ubatch.n_tokens();
+    return pos->ne[0] == params.ubatch.n_tokens() * n_pos_per_embd;
 }
 
 void InputOutIds::set_input(const GraphParams &params) {
@@ -39,12 +48,12 @@ bool InputOutIds::can_reuse(const GraphParams &params) const {
 void InputAttnKv::set_input(const GraphParams &params) {
     params.kv->fill_k_idxs(static_cast<int64_t *>(k_idxs->data));
     params.kv->fill_v_idxs(static_cast<int64_t *>(v_idxs->data));
-    params.kv->fill_mask(params.ubatch, kq_mask->ne[0], kq_mask->ne[1],
-                         static_cast<float *>(kq_mask->data));
+    params.kv->fill_mask(params.ubatch, kq_mask->ne[0], static_cast<float *>(kq_mask->data));
 }
 
 bool InputAttnKv::can_reuse(const GraphParams &params) const {
-    return kq_mask->ne[0] == params.n_kv && k_idxs->ne[0] == params.ubatch.n_tokens();
+    return kq_mask->ne[0] == params.n_kv && kq_mask->ne[3] == params.ubatch.n_stream &&
+           k_idxs->ne[0] == params.ubatch.n_tokens();
 }
 
 }  // namespace loom::engine

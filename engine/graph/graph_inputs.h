@@ -4,20 +4,25 @@
 
 namespace loom::engine {
 
-// Token ids I32 [n_tokens] (for get_rows on the embedding matrix) and raw embeddings F32
-// [n_embd, n_tokens]; the graph computes from the one the ubatch has (GraphContext's select).
+// Token ids I32 [n_tokens] (for get_rows on the embedding matrix), raw embeddings F32
+// [n_embd, n_tokens], and for a ubatch mixing both, which of the two gives each row; the graph
+// computes from what the ubatch has (GraphContext's select).
 class InputEmbd : public GraphInput {
   public:
     Tensor *tokens = nullptr;
     Tensor *embd = nullptr;
+    Tensor *rows = nullptr;  // I32 [n_tokens]: t, or n_tokens + t for a raw embedding
     void set_input(const GraphParams &params) override;
     bool can_reuse(const GraphParams &params) const override;
 };
 
-// Positions I32 [n_tokens].
+// Positions I32 [n_tokens * n_pos_per_embd]: component c of token t at c * n_tokens + t. The
+// ubatch gives one position per token; with several components (multimodal rope) a text
+// token's is repeated in the first three and the fourth is 0.
 class InputPos : public GraphInput {
   public:
     Tensor *pos = nullptr;
+    int n_pos_per_embd = 1;
     void set_input(const GraphParams &params) override;
     bool can_reuse(const GraphParams &params) const override;
 };
@@ -35,7 +40,7 @@ class InputAttnKv : public GraphInput {
   public:
     Tensor *k_idxs = nullptr;   // I64 [n_tokens]
     Tensor *v_idxs = nullptr;   // I64 [n_tokens] (or one per element of V when V is transposed)
-    Tensor *kq_mask = nullptr;  // F32 [n_kv, n_tokens]
+    Tensor *kq_mask = nullptr;  // F32 [n_kv, n_tokens / n_stream, 1, n_stream]
     void set_input(const GraphParams &params) override;
     bool can_reuse(const GraphParams &params) const override;
 };

@@ -33,7 +33,10 @@ struct GraphParams {
                cparams.flash_attn == other.cparams.flash_attn &&
                cparams.causal == other.cparams.causal && n_outputs == other.n_outputs &&
                n_kv == other.n_kv && ubatch.n_tokens() == other.ubatch.n_tokens() &&
-               ubatch.has_embd() == other.ubatch.has_embd();
+               ubatch.has_embd() == other.ubatch.has_embd() &&
+               ubatch.is_mixed() == other.ubatch.is_mixed() &&
+               // the KV views' offsets select the streams
+               ubatch.stream0 == other.ubatch.stream0 && ubatch.n_stream == other.ubatch.n_stream;
     }
 };
 

@@ -20,10 +20,10 @@ KvCache::KvCache(const HParams &hp, const KvCacheParams &params)
         ContextParams{.mem_size = n_tensors * 512 + 4096, .no_alloc = true});
     std::vector<Tensor *> all;
     for (int64_t il = 0; il < hp.n_layer; ++il) {
-        Tensor *k = ctx_->new_tensor(params.type_k, {hp.n_embd_k_gqa(), params.size});
-        Tensor *v = params.v_trans
-                        ? ctx_->new_tensor(params.type_v, {params.size, hp.n_embd_v_gqa()})
-                        : ctx_->new_tensor(params.type_v, {hp.n_embd_v_gqa(), params.size});
+        const int64_t per = params.size / params.n_stream, ns = params.n_stream;
+        Tensor *k = ctx_->new_tensor(params.type_k, {hp.n_embd_k_gqa(), per, ns});
+        Tensor *v = params.v_trans ? ctx_->new_tensor(params.type_v, {per, hp.n_embd_v_gqa(), ns})
+                                   : ctx_->new_tensor(params.type_v, {hp.n_embd_v_gqa(), per, ns});
         set_name(k, "cache_k_l" + std::to_string(il));
         set_name(v, "cache_v_l" + std::to_string(il));
         k_.push_back(k);
@@ -53,7 +53,7 @@ int64_t KvCache::free_cells(SeqId seq) const {
 }
 
 std::pair<int32_t, int32_t> KvCache::stream_cells(SeqId seq) const {
-    const int32_t per_stream = int32_t(size() / params_.n_stream);
+    const int32_t per_stream = int32_t(cells_per_stream());
     const int32_t stream = seq % params_.n_stream;
     return {stream * per_stream, (stream + 1) * per_stream};
 }
@@ -84,16 +84,19 @@ bool KvCache::find_slot(const Ubatch &u) {
     return true;
 }
 
-int64_t KvCache::n_kv() const {
-    int64_t last = 0;
-    for (int64_t c = size(); c > 0; --c) {
-        if (!cells_[size_t(c - 1)].empty()) {
-            last = c;
-            break;
+int64_t KvCache::n_kv(const Ubatch &u) const {
+    const int64_t per = cells_per_stream();
+    int64_t last = 0;  // past the last used cell, counted within its stream
+    for (int s = u.stream0; s < u.stream0 + u.n_stream; ++s) {
+        for (int64_t c = per; c > last; --c) {
+            if (!cells_[size_t(s * per + c - 1)].empty()) {
+                last = c;
+                break;
+            }
         }
     }
     return std::min(
-        size(), std::max<int64_t>(kWindowPad, (last + kWindowPad - 1) / kWindowPad * kWindowPad));
+        per, std::max<int64_t>(kWindowPad, (last + kWindowPad - 1) / kWindowPad * kWindowPad));
 }
 
 void KvCache::clear() {
@@ -156,10 +159,15 @@ void KvCache::copy_cell(int32_t from, int32_t to) {
                         v_[il]->nb[1]);
             continue;
         }
-        const size_t elt = traits(v_[il]->type).type_size;  // V^T: one element per row of V
+        // V^T: one element per row of V, in the rows of the cell's stream
+        const size_t elt = traits(v_[il]->type).type_size;
+        const int64_t per = cells_per_stream();
+        const auto element = [&](int32_t cell, int64_t d) {
+            return v + size_t(cell / per) * v_[il]->nb[2] + size_t(d) * v_[il]->nb[1] +
+                   size_t(cell % per) * elt;
+        };
         for (int64_t d = 0; d < v_[il]->ne[1]; ++d) {
-            std::byte *row = v + size_t(d) * v_[il]->nb[1];
-            std::memcpy(row + size_t(to) * elt, row + size_t(from) * elt, elt);
+            std::memcpy(element(to, d), element(from, d), elt);
         }
     }
 }
@@ -226,26 +234,30 @@ std::vector<int32_t> KvCache::take_shift() {
     return deltas;
 }
 
-Tensor *KvCache::k_view(loom::Context &ctx, int64_t il, int64_t n_kv) const {
-    const Tensor *k = k_[size_t(il)];
+Tensor *KvCache::k_view(loom::Context &ctx, int64_t il, int64_t n_kv, int stream0, int ns) const {
+    Tensor *k = k_[size_t(il)];
     const int64_t head = hp_.n_embd_head_k;
     const size_t elt = traits(k->type).type_size;
-    return view_3d(ctx, k_[size_t(il)], head, n_kv, hp_.n_head_kv, k->nb[1], head * elt, 0);
+    return view_4d(ctx, k, head, n_kv, hp_.n_head_kv, ns, k->nb[1], head * elt, k->nb[2],
+                   size_t(stream0) * k->nb[2]);
 }
 
-Tensor *KvCache::v_view(loom::Context &ctx, int64_t il, int64_t n_kv) const {
+Tensor *KvCache::v_view(loom::Context &ctx, int64_t il, int64_t n_kv, int stream0, int ns) const {
     Tensor *v = v_[size_t(il)];
     const int64_t head = hp_.n_embd_head_v;
     const size_t elt = traits(v->type).type_size;
+    const size_t offset = size_t(stream0) * v->nb[2];
     if (params_.v_trans) {
-        // element (cell, d) of head h at (h * head + d) * size + cell
-        return view_3d(ctx, v, n_kv, head, hp_.n_head_kv, v->nb[1], v->nb[1] * size_t(head), 0);
+        // element (cell, d) of head h at row h * head + d of the stream
+        return view_4d(ctx, v, n_kv, head, hp_.n_head_kv, ns, v->nb[1], v->nb[1] * size_t(head),
+                       v->nb[2], offset);
     }
-    return view_3d(ctx, v, head, n_kv, hp_.n_head_kv, v->nb[1], head * elt, 0);
+    return view_4d(ctx, v, head, n_kv, hp_.n_head_kv, ns, v->nb[1], head * elt, v->nb[2], offset);
 }
 
 Tensor *KvCache::store_k(loom::Context &ctx, int64_t il, Tensor *k_cur, Tensor *k_idxs) const {
-    return set_rows(ctx, k_[size_t(il)], k_cur, k_idxs);
+    Tensor *k = k_[size_t(il)];
+    return set_rows(ctx, view_2d(ctx, k, k->ne[0], size(), k->nb[1], 0), k_cur, k_idxs);
 }
 
 int64_t KvCache::v_idxs_count(int64_t n_tokens) const {
@@ -254,10 +266,12 @@ int64_t KvCache::v_idxs_count(int64_t n_tokens) const {
 
 Tensor *KvCache::store_v(loom::Context &ctx, int64_t il, Tensor *v_cur, Tensor *v_idxs) const {
     Tensor *v = v_[size_t(il)];
-    if (!params_.v_trans) return set_rows(ctx, v, v_cur, v_idxs);
-    // Every element is its own row of one value: element d of token t goes to d * size + cell.
+    if (!params_.v_trans) {
+        return set_rows(ctx, view_2d(ctx, v, v->ne[0], size(), v->nb[1], 0), v_cur, v_idxs);
+    }
+    // Every element is its own row of one value (fill_v_idxs says where each goes).
     const int64_t n = v_cur->ne[0] * v_cur->ne[1];
-    Tensor *cells = view_2d(ctx, v, 1, v->ne[0] * v->ne[1], traits(v->type).type_size, 0);
+    Tensor *cells = view_2d(ctx, v, 1, v->nelements(), traits(v->type).type_size, 0);
     return set_rows(ctx, cells, reshape(ctx, cont(ctx, v_cur), {1, n}), v_idxs);
 }
 
@@ -267,22 +281,29 @@ void KvCache::fill_k_idxs(int64_t *out) const {
 
 void KvCache::fill_v_idxs(int64_t *out) const {
     if (!params_.v_trans) return fill_k_idxs(out);
-    const int64_t n_embd_v = hp_.n_embd_v_gqa();
+    // element d of the token in cell c of stream s: row d of that stream's [per, n_embd_v]
+    const int64_t n_embd_v = hp_.n_embd_v_gqa(), per = cells_per_stream();
     for (size_t t = 0; t < slot_.size(); ++t) {
-        for (int64_t d = 0; d < n_embd_v; ++d)
-            out[int64_t(t) * n_embd_v + d] = d * size() + slot_[t];
+        const int64_t stream = slot_[t] / per, cell = slot_[t] % per;
+        for (int64_t d = 0; d < n_embd_v; ++d) {
+            out[int64_t(t) * n_embd_v + d] = (stream * n_embd_v + d) * per + cell;
+        }
     }
 }
 
-void KvCache::fill_mask(const Ubatch &u, int64_t n_kv, int64_t n_rows, float *out) const {
+void KvCache::fill_mask(const Ubatch &u, int64_t n_kv, float *out) const {
     const float hidden = -std::numeric_limits<float>::infinity();
-    std::fill(out, out + n_kv * n_rows, hidden);
+    std::fill(out, out + n_kv * u.n_tokens(), hidden);
+    const int64_t per_stream_tokens = u.n_tokens() / u.n_stream, per = cells_per_stream();
     for (int64_t t = 0; t < u.n_tokens(); ++t) {
         const Pos p = u.pos[size_t(t)];
         const SeqId s = u.seq_id[size_t(t)];
+        // Token t is row t % per_stream_tokens of stream t / per_stream_tokens: the rows of the
+        // mask follow the ubatch's tokens, whose cells are those of their stream.
+        const int64_t first = (u.stream0 + t / per_stream_tokens) * per;
         float *row = out + t * n_kv;
         for (int64_t c = 0; c < n_kv; ++c) {
-            const Cell &cell = cells_[size_t(c)];
+            const Cell &cell = cells_[size_t(first + c)];
             if (cell.seqs.contains(s) && cell.pos <= p) row[c] = 0.0f;
         }
     }

@@ -1,14 +1,15 @@
 #pragma once
 // The KV cache: per layer, K and V of every cached token, in cells that remember their position
-// and the set of sequences they belong to.
+// and the set of sequences they belong to. The cells form n_stream streams of equal size (one per
+// sequence when sequences must not share cells, else one).
 //
-//   K of layer l: [n_embd_k_gqa, size], one row per cell.
-//   V of layer l: the same, or transposed [size, n_embd_v_gqa] (v_trans), which lets the naive
-//   attention multiply V by the softmax without a copy.
+//   K of layer l: [n_embd_k_gqa, cells per stream, n_stream], one row per cell.
+//   V of layer l: the same, or transposed [cells per stream, n_embd_v_gqa, n_stream] (v_trans),
+//   which lets the naive attention multiply V by the softmax without a copy.
 //
 // A ubatch first gets cells (find_slot), its K and V are written into them by set_rows nodes of
-// the graph, and the mask lets token t see cell c when c holds a sequence of t at a position
-// <= t's.
+// the graph, and the mask lets token t see cell c of its stream when c holds a sequence of t at
+// a position <= t's. Cells are numbered across streams: cell c of stream s is s * per + c.
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -50,9 +51,10 @@ class KvCache {
     // positions and sequences in them; slot() then holds the cells in token order.
     bool find_slot(const Ubatch &u);
     const std::vector<int32_t> &slot() const { return slot_; }
-    // Cells the graph attends over: past the last used one, rounded up to kWindowPad so that
-    // graphs of consecutive steps have the same shape.
-    int64_t n_kv() const;
+    int64_t cells_per_stream() const { return size() / params_.n_stream; }
+    // Cells of each of u's streams the graph attends over: past the last used one in any of
+    // them, rounded up to kWindowPad so that graphs of consecutive steps have the same shape.
+    int64_t n_kv(const Ubatch &u) const;
     static constexpr int64_t kWindowPad = 256;
 
     // Sequence operations (positions [p0, p1); p1 < 0 means to the end).
@@ -73,11 +75,12 @@ class KvCache {
     // Graph pieces for layer il.
     Tensor *k(int64_t il) const { return k_[size_t(il)]; }
     Tensor *v(int64_t il) const { return v_[size_t(il)]; }
-    // K of the first n_kv cells as [head_dim, n_kv, n_head_kv] (a view).
-    Tensor *k_view(loom::Context &ctx, int64_t il, int64_t n_kv) const;
-    // V likewise: [n_kv, head_dim_v, n_head_kv] when transposed, else [head_dim_v, n_kv,
-    // n_head_kv].
-    Tensor *v_view(loom::Context &ctx, int64_t il, int64_t n_kv) const;
+    // K of the first n_kv cells of streams [stream0, stream0 + ns) as [head_dim, n_kv,
+    // n_head_kv, ns] (a view).
+    Tensor *k_view(loom::Context &ctx, int64_t il, int64_t n_kv, int stream0, int ns) const;
+    // V likewise: [n_kv, head_dim_v, n_head_kv, ns] when transposed, else [head_dim_v, n_kv,
+    // n_head_kv, ns].
+    Tensor *v_view(loom::Context &ctx, int64_t il, int64_t n_kv, int stream0, int ns) const;
     // Nodes writing k_cur [n_embd_k_gqa, n_tokens] / v_cur into the slot's cells; idxs from
     // fill_k_idxs / fill_v_idxs.
     Tensor *store_k(loom::Context &ctx, int64_t il, Tensor *k_cur, Tensor *k_idxs) const;
@@ -86,9 +89,9 @@ class KvCache {
 
     void fill_k_idxs(int64_t *out) const;
     void fill_v_idxs(int64_t *out) const;
-    // mask [n_kv, n_rows]: 0 where token t may see cell c, -inf elsewhere (rows past the
-    // ubatch's tokens are all -inf).
-    void fill_mask(const Ubatch &u, int64_t n_kv, int64_t n_rows, float *out) const;
+    // mask [n_kv, n_tokens / ns, 1, ns] for u's ns streams: 0 where a token may see cell c of
+    // its stream, -inf elsewhere.
+    void fill_mask(const Ubatch &u, int64_t n_kv, float *out) const;
 
     size_t memory_bytes() const { return buffer_ ? buffer_->size() : 0; }
 

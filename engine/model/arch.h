@@ -16,6 +16,9 @@ class GraphContext;
 struct ArchDescriptor {
     std::string_view name;  // general.architecture
     RopeMode rope_mode = RopeMode::normal;
+    // Position values per token: 1, or 4 for multimodal rope (time, height, width and a spare
+    // component; a text token has its position in the first three and 0 in the last).
+    int n_pos_per_embd = 1;
     // Binds the weights the architecture uses.
     void (*load_weights)(WeightLoader &w, const HParams &hp, ModelWeights &m) = nullptr;
     // The graph body: from the inputs GraphContext offers to the logits.

@@ -190,30 +190,36 @@ TEST_F(ContextDecodePaths, PrefillWithoutLogits) {
 }
 
 // Raw embeddings equal to the token embedding rows give the token path's logits bit for bit,
-// and the graph built for one kind of ubatch is not reused for the other.
+// alone or mixed with token ids in one batch, and the graph built for one kind of ubatch is not
+// reused for another.
 TEST_F(ContextDecodePaths, EmbeddingsInputMatchesTokens) {
     const Tensor *table = model_->weights().tok_embd;
     ASSERT_EQ(table->type, DType::F32);
     const int64_t n_embd = model_->hparams().n_embd;
-    Batch tokens, embd;
+    const auto row_of = [&](int32_t token) {
+        return std::span(static_cast<const float *>(table->row_ptr(token)), size_t(n_embd));
+    };
+    Batch tokens, embd, mixed;
     for (size_t i = 0; i < prompt_.size(); ++i) {
         tokens.add(prompt_[i], Pos(i), 0, true);
-        embd.pos.push_back(Pos(i));
-        embd.seq_id.push_back(0);
-        embd.logits.push_back(1);
-        const auto *row = static_cast<const float *>(table->row_ptr(prompt_[i]));
-        embd.embd.insert(embd.embd.end(), row, row + n_embd);
+        embd.add_embd(row_of(prompt_[i]), Pos(i), 0, true);
+        if (i % 3 == 1) {
+            mixed.add_embd(row_of(prompt_[i]), Pos(i), 0, true);
+        } else {
+            mixed.add(prompt_[i], Pos(i), 0, true);
+        }
     }
-    Context by_tokens(*model_, options()), by_embd(*model_, options());
+    Context by_tokens(*model_, options()), by_other(*model_, options());
     by_tokens.decode(tokens);
-    by_embd.decode(embd);
-    for (int64_t i = 0; i < int64_t(prompt_.size()); ++i) {
-        EXPECT_TRUE(bit_identical(by_tokens.logits(i), by_embd.logits(i))) << "position " << i;
+    for (const Batch *other : {&embd, &mixed, &tokens}) {
+        by_other.kv().clear();
+        by_other.decode(*other);
+        for (int64_t i = 0; i < int64_t(prompt_.size()); ++i) {
+            EXPECT_TRUE(bit_identical(by_tokens.logits(i), by_other.logits(i)))
+                << "position " << i << (other == &mixed ? " (mixed)" : "");
+        }
     }
-    by_embd.kv().clear();
-    by_embd.decode(tokens);
-    EXPECT_EQ(by_embd.stats().graph_builds, 2);
-    EXPECT_TRUE(bit_identical(by_tokens.logits(3), by_embd.logits(3)));
+    EXPECT_EQ(by_other.stats().graph_builds, 3);
 }
 
 // Every position's logits of the prompt, cut into ubatches of n_ubatch tokens.

@@ -1,0 +1,82 @@
+// KV streams: each sequence's tokens land in its own stream's cells, the attention window is
+// counted within a stream, and the mask [n_kv, n_tokens / n_stream, 1, n_stream] lets a token
+// see only its stream's cells of its sequence at earlier or equal positions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/kv_cache/kv_cache.h"
+
+namespace loom::engine {
+namespace {
+
+HParams tiny_hparams() {
+    HParams hp;
+    hp.n_layer = 1;
+    hp.n_embd = 8;
+    hp.n_head = hp.n_head_kv = 2;
+    hp.n_embd_head_k = hp.n_embd_head_v = 4;
+    return hp;
+}
+
+// Two tokens of each of sequences 1 and 2 (streams 1 and 2 of 4, 256 cells each).
+Ubatch two_streams_ubatch() {
+    Batch b;
+    for (Pos p = 0; p < 2; ++p) {
+        b.add(10 + p, p, 1, true);
+        b.add(20 + p, p, 2, true);
+    }
+    auto ubatches = split_batch(b, 512, 8, 4);
+    EXPECT_EQ(ubatches.size(), 1u);
+    return ubatches[0];
+}
+
+TEST(KvStreams, TokensTakeTheirStreamsCells) {
+    KvCache kv(
+        tiny_hparams(),
+        {.size = 1024, .type_k = DType::F32, .type_v = DType::F32, .n_stream = 4, .n_seq_max = 4});
+    EXPECT_EQ(kv.k(0)->ne[1], 256);  // [n_embd_k_gqa, cells per stream, n_stream]
+    EXPECT_EQ(kv.k(0)->ne[2], 4);
+    const Ubatch u = two_streams_ubatch();
+    ASSERT_EQ(u.stream0, 1);
+    ASSERT_EQ(u.n_stream, 2);
+    ASSERT_TRUE(kv.find_slot(u));
+    EXPECT_EQ(kv.slot(), (std::vector<int32_t>{256, 257, 512, 513}));
+    // The window counts cells within a stream, not across the cache.
+    EXPECT_EQ(kv.n_kv(u), 256);
+}
+
+TEST(KvStreams, MaskSeesOnlyTheTokensStream) {
+    KvCache kv(
+        tiny_hparams(),
+        {.size = 1024, .type_k = DType::F32, .type_v = DType::F32, .n_stream = 4, .n_seq_max = 4});
+    const Ubatch u = two_streams_ubatch();
+    ASSERT_TRUE(kv.find_slot(u));
+    const int64_t n_kv = kv.n_kv(u);
+    std::vector<float> mask(size_t(n_kv * u.n_tokens()));
+    kv.fill_mask(u, n_kv, mask.data());
+    // Rows: (stream 1, pos 0), (stream 1, pos 1), (stream 2, pos 0), (stream 2, pos 1); the
+    // columns of each stream are its own cells 0..n_kv-1, holding positions 0 and 1.
+    for (int64_t t = 0; t < 4; ++t) {
+        for (int64_t c = 0; c < n_kv; ++c) {
+            const bool visible = c <= t % 2;
+            EXPECT_EQ(mask[size_t(t * n_kv + c)], visible ? 0.0f : -INFINITY)
+                << "token " << t << " cell " << c;
+        }
+    }
+}
+
+TEST(KvStreams, OneStreamIsTheWholeCache) {
+    KvCache kv(
+        tiny_hparams(),
+        {.size = 512, .type_k = DType::F32, .type_v = DType::F32, .n_stream = 1, .n_seq_max = 4});
+    Batch b;
+    b.add(1, 0, 3, true);
+    const Ubatch u = split_batch(b, 512, 8, 1)[0];
+    ASSERT_TRUE(kv.find_slot(u));
+    EXPECT_EQ(kv.slot(), (std::vector<int32_t>{0}));
+    EXPECT_EQ(kv.n_kv(u), 256);
+}
+
+}  // namespace
+}  // namespace loom::engine
