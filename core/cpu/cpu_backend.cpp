@@ -92,6 +92,7 @@ struct CpuBackend::Impl {
     explicit Impl(int n) : pool(n) {}
     cpu::ThreadPool pool;
     std::vector<std::byte> scratch;
+    EvalCallback eval_callback;
 };
 
 CpuBackend::CpuBackend(int n_threads)
@@ -161,8 +162,16 @@ void CpuBackend::graph_compute(const Graph &graph) {
             if (k.compute == nullptr) continue;
             k.compute(params, node);
             params.barrier();
+            if (impl_->eval_callback) {
+                if (ith == 0) impl_->eval_callback(node);
+                params.barrier();
+            }
         }
     });
+}
+
+void CpuBackend::set_eval_callback(EvalCallback callback) {
+    impl_->eval_callback = std::move(callback);
 }
 
 }  // namespace loom

@@ -54,6 +54,10 @@ class Context {
     const ContextOptions &options() const { return options_; }
     KvCache &kv() { return kv_; }
     const DecodeStats &stats() const { return stats_; }
+    // Sees every node of every graph after it is computed (CpuBackend::set_eval_callback).
+    void set_eval_callback(CpuBackend::EvalCallback callback) {
+        backend_.set_eval_callback(std::move(callback));
+    }
 
   private:
     void check(const Batch &batch) const;

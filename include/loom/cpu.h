@@ -1,5 +1,6 @@
 #pragma once
 // The CPU backend: runs a graph with a pool of threads that lives across runs.
+#include <functional>
 #include <memory>
 
 #include "loom/backend.h"
@@ -24,6 +25,11 @@ class CpuBackend : public Backend {
     // Runs every node flagged to compute, in graph order. Checks first that each such node is
     // supported and has memory; throws loom::Error("[cpu] ...") otherwise, before running any.
     void graph_compute(const Graph &graph) override;
+
+    // Called after each node is computed, on one thread while the others wait: to look at
+    // intermediate results (debugging, activation statistics). Empty: none (the default).
+    using EvalCallback = std::function<void(const Tensor *node)>;
+    void set_eval_callback(EvalCallback callback);
 
   private:
     struct Impl;

@@ -1,7 +1,8 @@
 // `loom logits -m MODEL --tokens 1,2,3 [--all] --out FILE [--batched --tokens 4,5 ...]`: evaluates
 // token sequences and writes their logits as raw little-endian float32 [n_rows][n_vocab]: every
 // position with --all, else the last, sequence after sequence. With --batched, each --tokens is a
-// sequence of its own (ids 0, 1, ...), all decoded in one batch.
+// sequence of its own (ids 0, 1, ...), all decoded in one batch. --dump-tensors DIR also writes
+// every named F32 node of the graph, to compare intermediate results with another engine's.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +10,7 @@
 #include <bit>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <span>
@@ -33,7 +35,25 @@ struct LogitsOptions {
     std::string out_path;
     bool all_positions = false;
     bool batched = false;
+    std::string dump_dir;
 };
+
+// An eval callback writing each named, contiguous F32 node to dir/<name>.<op>.f32 (float32,
+// as laid out) and a line "<name>.<op> ne0 ne1 ne2 ne3" to dir/index.txt.
+CpuBackend::EvalCallback tensor_dumper(const std::string &dir) {
+    std::filesystem::create_directories(dir);
+    auto index = std::make_shared<std::ofstream>(std::filesystem::path(dir) / "index.txt");
+    if (!*index) fail("logits", "cannot write into {}", dir);
+    return [dir, index](const Tensor *node) {
+        if (node->type != DType::F32 || node->name[0] == '\0' || !node->is_contiguous()) return;
+        const std::string name = fmt::format("{}.{}", node->name, op_name(node->op));
+        std::ofstream out(std::filesystem::path(dir) / (name + ".f32"), std::ios::binary);
+        out.write(static_cast<const char *>(node->data),
+                  std::streamsize(node->nelements() * sizeof(float)));
+        *index << fmt::format("{} {} {} {} {}\n", name, node->ne[0], node->ne[1], node->ne[2],
+                              node->ne[3]);
+    };
+}
 
 // "1,403,407" -> {1, 403, 407}; each id in 0..n_vocab-1.
 std::vector<int32_t> parse_tokens(const std::string &list, int64_t n_vocab) {
@@ -93,6 +113,7 @@ void write_logits(const LogitsOptions &options) {
     context.n_batch = batch.size();
     context.n_seq_max = int(sequences.size());
     engine::Context ctx(*model, context);
+    if (!options.dump_dir.empty()) ctx.set_eval_callback(tensor_dumper(options.dump_dir));
     ctx.decode(batch);
 
     for (int64_t row = 0; row < ctx.n_outputs(); ++row) {
@@ -120,6 +141,8 @@ void add_logits_command(CLI::App &app, int &exit_code) {
     command->add_flag("--all", options->all_positions, "every position's logits, not the last");
     command->add_flag("--batched", options->batched,
                       "decode every --tokens list in one batch, as separate sequences");
+    command->add_option("--dump-tensors", options->dump_dir,
+                        "also write every named F32 node of the graph into this folder");
     command->callback([options, &exit_code] {
         write_logits(*options);
         exit_code = 0;

@@ -46,13 +46,15 @@ struct Case {
     double greedy_gap = 1e-3;
 };
 
-// Quantized products round the activations to 8 bits, so an order-of-summation difference of
-// one ulp in a product can move an activation to the next quantization step and the logits by
+// Quantized products round the activations to 8 bits (BF16 ones to 8 mantissa bits), so a
+// difference of one ulp in an input can move an activation to the next step and the logits by
 // ~1e-2. Loom reproduces llama.cpp's x86 arithmetic exactly for the plain dot products of most
-// types (NMSE ~1e-14 below); where it does not yet (llama.cpp's own interleaved Q4_K kernel,
-// the Q3_K / Q5_1 per-row results, the F16 / BF16 dot orders) or chooses not to
-// (Loom's interleaved Q8_0 kernel sums each block exactly before scaling it, where ggml scales
-// 8 partial sums), the case gets this tolerance and gap.
+// types (NMSE ~1e-14 below). Where the logits differ more, `loom logits --dump-tensors` against
+// llama.cpp's own intermediate tensors shows where it starts: in the attention's F32 products
+// (KQ differs by ~6e-6 from ggml's summation order; Q5_1 then first moves at position 5, Q3_K
+// at 1, BF16 everywhere), in llama.cpp's interleaved Q4_K kernel (K and Q of layer 0), and in
+// Loom's interleaved Q8_0 kernel, which by choice sums each block exactly before scaling it
+// where ggml scales 8 partial sums. Those cases get this tolerance and gap.
 constexpr double kNearTolerance = 5e-4;
 constexpr double kNearGap = 0.1;
 
