@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `loom logits` end to end on stories260K: the file's size, its argmax against `loom run`'s greedy
-# pick, a --batched run against single-sequence runs (bit for bit), and the error paths.
+# pick, a --batched run against single-sequence runs (bit for bit), --dump-tensors, and the error
+# paths.
 # Usage: check_logits.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -41,6 +42,12 @@ cmp -s <(head -c $row_bytes "$tmp/batched.bin") "$tmp/first.bin" || fail "batche
 cmp -s <(tail -c $row_bytes "$tmp/batched.bin") "$tmp/last.bin" || fail "batched row 1"
 "$loom" logits -m "$model" --tokens 1,403,407 --out "$tmp/single.bin" >/dev/null
 cmp -s <(tail -c $row_bytes "$tmp/all.bin") "$tmp/single.bin" || fail "--all last row"
+
+# --dump-tensors: the graph's last node is the logits themselves, written as they are.
+"$loom" logits -m "$model" --tokens 1,403,407 --all --out "$tmp/dumped.bin" \
+    --dump-tensors "$tmp/dump" >/dev/null
+grep -qx "result_output.mul_mat $n_vocab 3 1 1" "$tmp/dump/index.txt" || fail "dump index"
+cmp -s "$tmp/dump/result_output.mul_mat.f32" "$tmp/dumped.bin" || fail "dumped logits"
 
 expect_error() {  # expect_error PATTERN ARGS...: non-zero exit and PATTERN on stderr
     local pattern="$1" rc=0
