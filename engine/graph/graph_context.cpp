@@ -11,7 +11,7 @@ GraphContext::GraphContext(const GraphParams &params, GraphResult &result)
     : model(*params.model),
       hp(params.model->hparams()),
       w(params.model->weights()),
-      kv(*params.kv),
+      kv(params.kv),
       ubatch(params.ubatch),
       n_tokens(params.ubatch.n_tokens()),
       n_outputs(params.n_outputs),
@@ -65,13 +65,21 @@ Tensor *GraphContext::build_inp_out_ids() {
 }
 
 InputAttnKv *GraphContext::build_attn_inp_kv() {
+    if (kv == nullptr) fail("graph", "{} needs a KV cache", hp.arch);
     auto *inp = res_.add_input(std::make_unique<InputAttnKv>());
     inp->k_idxs = name(set_input(ctx0.new_tensor(DType::I64, {n_tokens})), "inp_k_idxs");
     inp->v_idxs =
-        name(set_input(ctx0.new_tensor(DType::I64, {kv.v_idxs_count(n_tokens)})), "inp_v_idxs");
+        name(set_input(ctx0.new_tensor(DType::I64, {kv->v_idxs_count(n_tokens)})), "inp_v_idxs");
     const int64_t ns = ubatch.n_stream;
     inp->kq_mask =
         name(set_input(ctx0.new_tensor(DType::F32, {n_kv, n_tokens / ns, 1, ns})), "kq_mask");
+    return inp;
+}
+
+InputAttnNoCache *GraphContext::build_attn_inp_no_cache() {
+    auto *inp = res_.add_input(std::make_unique<InputAttnNoCache>());
+    inp->causal = params_.cparams.causal;
+    inp->kq_mask = name(set_input(ctx0.new_tensor(DType::F32, {n_tokens, n_tokens})), "kq_mask");
     return inp;
 }
 
@@ -134,13 +142,31 @@ Tensor *GraphContext::build_rope(Tensor *x, Tensor *pos, int64_t il) {
     return rope_ext(ctx0, x, pos, rope_params(model), w.rope_factors);
 }
 
+Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, Tensor *kq_mask,
+                                     float kq_scale, int64_t il) {
+    Tensor *cur;
+    if (flash_attn) {
+        // [head_dim_v, n_head, n_q, ns]
+        cur = flash_attn_ext(ctx0, q, k, v, kq_mask, {.scale = kq_scale});
+    } else {
+        Tensor *kq = name(mul_mat(ctx0, k, q), "kq", il);  // [n_kv, n_q, n_head, ns]
+        kq = name(soft_max_ext(ctx0, kq, kq_mask, {.scale = kq_scale}), "kq_soft_max", il);
+        // V as [n_kv, head_dim_v, n_head_kv, ns]: each output a dot product over the cells
+        if (!v_trans) v = cont(ctx0, permute(ctx0, v, 1, 0, 2, 3));
+        Tensor *kqv = mul_mat(ctx0, v, kq);                // [head_dim_v, n_q, n_head, ns]
+        cur = cont(ctx0, permute(ctx0, kqv, 0, 2, 1, 3));  // [head_dim_v, n_head, n_q, ns]
+    }
+    // the tokens back in the ubatch's order
+    return name(reshape(ctx0, cur, {hp.n_embd_head_v * hp.n_head, n_tokens}), "kqv_out", il);
+}
+
 Tensor *GraphContext::build_attn(InputAttnKv *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur,
                                  Tensor *k_cur, Tensor *v_cur, float kq_scale, int64_t il) {
     // The writes come first in the graph, so the reads below see this ubatch's K and V.
     Tensor *k_2d = reshape(ctx0, cont(ctx0, k_cur), {hp.n_embd_k_gqa(), n_tokens});
     Tensor *v_2d = reshape(ctx0, cont(ctx0, v_cur), {hp.n_embd_v_gqa(), n_tokens});
-    build_forward_expand(gf, name(kv.store_k(ctx0, il, k_2d, inp->k_idxs), "k_store", il));
-    build_forward_expand(gf, name(kv.store_v(ctx0, il, v_2d, inp->v_idxs), "v_store", il));
+    build_forward_expand(gf, name(kv->store_k(ctx0, il, k_2d, inp->k_idxs), "k_store", il));
+    build_forward_expand(gf, name(kv->store_v(ctx0, il, v_2d, inp->v_idxs), "v_store", il));
 
     // The ubatch's tokens are n_stream runs of n_tps, one per KV stream: the streams become
     // dimension 3 of every product, each attending over its own cells.
@@ -148,21 +174,20 @@ Tensor *GraphContext::build_attn(InputAttnKv *inp, Tensor *wo, Tensor *wo_b, Ten
     const int64_t n_tps = n_tokens / ns;
     if (!q_cur->is_contiguous()) q_cur = cont(ctx0, q_cur);
     q_cur = reshape(ctx0, q_cur, {q_cur->ne[0], q_cur->ne[1], n_tps, ns});
-    Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);               // [head_dim, n_tps, n_head, ns]
-    Tensor *k = kv.k_view(ctx0, il, n_kv, ubatch.stream0, ns);  // [head_dim, n_kv, n_head_kv, ns]
-    Tensor *v = kv.v_view(ctx0, il, n_kv, ubatch.stream0, ns);
-    Tensor *cur;
-    if (flash_attn) {
-        // [head_dim_v, n_head, n_tps, ns]
-        cur = flash_attn_ext(ctx0, q, k, v, inp->kq_mask, {.scale = kq_scale});
-    } else {
-        Tensor *kq = name(mul_mat(ctx0, k, q), "kq", il);  // [n_kv, n_tps, n_head, ns]
-        kq = name(soft_max_ext(ctx0, kq, inp->kq_mask, {.scale = kq_scale}), "kq_soft_max", il);
-        Tensor *kqv = mul_mat(ctx0, v, kq);                // [head_dim_v, n_tps, n_head, ns]
-        cur = cont(ctx0, permute(ctx0, kqv, 0, 2, 1, 3));  // [head_dim_v, n_head, n_tps, ns]
-    }
-    cur = reshape(ctx0, cur, {hp.n_embd_head_v * hp.n_head, n_tokens});  // the ubatch's order
-    return name(build_linear(wo, name(cur, "kqv_out", il), wo_b), "attn_out", il);
+    Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);                // [head_dim, n_tps, n_head, ns]
+    Tensor *k = kv->k_view(ctx0, il, n_kv, ubatch.stream0, ns);  // [head_dim, n_kv, n_head_kv, ns]
+    Tensor *v = kv->v_view(ctx0, il, n_kv, ubatch.stream0, ns);
+    Tensor *cur = build_attn_mha(q, k, v, kv->v_trans(), inp->kq_mask, kq_scale, il);
+    return wo == nullptr ? cur : name(build_linear(wo, cur, wo_b), "attn_out", il);
+}
+
+Tensor *GraphContext::build_attn(InputAttnNoCache *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur,
+                                 Tensor *k_cur, Tensor *v_cur, float kq_scale, int64_t il) {
+    Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head]
+    Tensor *k = permute(ctx0, k_cur, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head_kv]
+    Tensor *v = permute(ctx0, v_cur, 0, 2, 1, 3);
+    Tensor *cur = build_attn_mha(q, k, v, false, inp->kq_mask, kq_scale, il);
+    return wo == nullptr ? cur : name(build_linear(wo, cur, wo_b), "attn_out", il);
 }
 
 void GraphContext::build_logits(Tensor *cur) {

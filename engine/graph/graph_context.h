@@ -34,7 +34,7 @@ class GraphContext {
     const Model &model;
     const HParams &hp;
     const ModelWeights &w;
-    const KvCache &kv;
+    const KvCache *const kv;  // null for a graph without a cache
     const Ubatch &ubatch;
     const int64_t n_tokens, n_outputs, n_kv;
     const bool flash_attn;
@@ -46,6 +46,9 @@ class GraphContext {
     Tensor *build_inp_pos();      // I32 [n_tokens * the architecture's n_pos_per_embd]
     Tensor *build_inp_out_ids();  // I32 [n_outputs], null when every token is an output
     InputAttnKv *build_attn_inp_kv();
+    // Attention among the ubatch's own tokens, nothing cached (encoders, embeddings): causal as
+    // the compute params say, each sequence apart.
+    InputAttnNoCache *build_attn_inp_no_cache();
 
     // Blocks
     Tensor *build_norm(Tensor *cur, Tensor *weight, Tensor *bias, NormType type, int64_t il);
@@ -56,9 +59,12 @@ class GraphContext {
     // architecture's rope mode and the model's frequencies say.
     Tensor *build_rope(Tensor *x, Tensor *pos, int64_t il);
     // Stores k_cur / v_cur [head_dim, n_head_kv, n_tokens] in the cache, attends q_cur
-    // [head_dim, n_head, n_tokens] over it and projects with wo: [n_embd, n_tokens].
+    // [head_dim, n_head, n_tokens] over it and projects with wo (when given): [n_embd, n_tokens].
     Tensor *build_attn(InputAttnKv *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur, Tensor *k_cur,
                        Tensor *v_cur, float kq_scale, int64_t il);
+    // The same over k_cur / v_cur alone.
+    Tensor *build_attn(InputAttnNoCache *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur,
+                       Tensor *k_cur, Tensor *v_cur, float kq_scale, int64_t il);
     // The LM head on the final hidden state [n_embd, n_outputs]: logits F32 [n_vocab, n_outputs].
     void build_logits(Tensor *cur);
 
@@ -66,6 +72,12 @@ class GraphContext {
     Tensor *name(Tensor *t, const char *base, int64_t il = -1) const;
 
   private:
+    // Multi-head attention of q [head_dim, n_q, n_head, ns] over k [head_dim, n_kv, n_head_kv,
+    // ns] and v (the same shape, or [n_kv, head_dim_v, n_head_kv, ns] when v_trans), flash or
+    // naive: [head_dim_v * n_head, n_tokens].
+    Tensor *build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, Tensor *kq_mask,
+                           float kq_scale, int64_t il);
+
     GraphResult &res_;
     const GraphParams &params_;
 };

@@ -1,6 +1,7 @@
 #include "engine/graph/graph_inputs.h"
 
 #include <cstring>
+#include <limits>
 
 #include "engine/kv_cache/kv_cache.h"
 
@@ -54,6 +55,23 @@ void InputAttnKv::set_input(const GraphParams &params) {
 bool InputAttnKv::can_reuse(const GraphParams &params) const {
     return kq_mask->ne[0] == params.n_kv && kq_mask->ne[3] == params.ubatch.n_stream &&
            k_idxs->ne[0] == params.ubatch.n_tokens();
+}
+
+void InputAttnNoCache::set_input(const GraphParams &params) {
+    const Ubatch &u = params.ubatch;
+    const int64_t n = u.n_tokens();
+    auto *mask = static_cast<float *>(kq_mask->data);
+    for (int64_t t = 0; t < n; ++t) {
+        for (int64_t j = 0; j < n; ++j) {
+            const bool visible = u.seq_id[size_t(j)] == u.seq_id[size_t(t)] &&
+                                 (!causal || u.pos[size_t(j)] <= u.pos[size_t(t)]);
+            mask[t * n + j] = visible ? 0.0f : -std::numeric_limits<float>::infinity();
+        }
+    }
+}
+
+bool InputAttnNoCache::can_reuse(const GraphParams &params) const {
+    return kq_mask->ne[0] == params.ubatch.n_tokens() && causal == params.cparams.causal;
 }
 
 }  // namespace loom::engine

@@ -45,4 +45,14 @@ class InputAttnKv : public GraphInput {
     bool can_reuse(const GraphParams &params) const override;
 };
 
+// Attention among the ubatch's tokens alone: token t sees token u of its sequence (when causal,
+// only those at positions <= t's).
+class InputAttnNoCache : public GraphInput {
+  public:
+    Tensor *kq_mask = nullptr;  // F32 [n_tokens, n_tokens]
+    bool causal = true;
+    void set_input(const GraphParams &params) override;
+    bool can_reuse(const GraphParams &params) const override;
+};
+
 }  // namespace loom::engine
