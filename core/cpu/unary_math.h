@@ -2,6 +2,8 @@
 // Scalar activation functions shared by the unary and gated kernels.
 #include <cmath>
 
+#include "loom/fp16.h"
+
 namespace loom::cpu {
 
 inline float sigmoid_f32(float x) {
@@ -11,11 +13,17 @@ inline float silu_f32(float x) {
     return x / (1.0f + std::exp(-x));
 }
 
-// GELU, tanh approximation (Hendrycks & Gimpel): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// GELU, tanh approximation (Hendrycks & Gimpel): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+// at F16 precision as llama.cpp's CPU backend computes it, so models match it: x rounded to F16,
+// the formula in float, the result rounded to F16. From |x| >= 10 on, the exact limits 0 and x.
 inline float gelu_f32(float x) {
     constexpr float kSqrt2OverPi = 0.79788456080286535588f;
     constexpr float kCubic = 0.044715f;
-    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCubic * x * x)));
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const float h = fp16_to_f32(f32_to_fp16(x));
+    const float g = 0.5f * h * (1.0f + std::tanh(kSqrt2OverPi * h * (1.0f + kCubic * h * h)));
+    return fp16_to_f32(f32_to_fp16(g));
 }
 
 // log(1 + e^x); above 20 the correction is below float precision and exp would lose accuracy.

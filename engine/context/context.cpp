@@ -33,6 +33,7 @@ KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
             .type_k = o.kv_type,
             .type_v = o.kv_type,
             .v_trans = !o.flash_attn,
+            .k_only = model.hparams().is_mla,
             .n_stream = n_stream,
             .n_seq_max = o.n_seq_max};
 }
@@ -79,6 +80,13 @@ void Context::check(const Batch &batch) const {
         }
         if (batch.pos[size_t(i)] < 0) {
             fail("decode", "position {} at batch index {} is negative", batch.pos[size_t(i)], i);
+        }
+        if (model_.arch().positions == PositionEncoding::learned &&
+            batch.pos[size_t(i)] >= model_.hparams().n_ctx_train) {
+            fail("decode",
+                 "position {} at batch index {} is past the model's {} learned positions (its "
+                 "training context)",
+                 batch.pos[size_t(i)], i, model_.hparams().n_ctx_train);
         }
     }
     // A sequence's tokens follow on from what the cache holds of it, one position at a time, as
@@ -181,17 +189,22 @@ std::span<const float> Context::logits(int64_t i) const {
 
 void Context::apply_kv_shift() {
     const std::vector<int32_t> deltas = kv_.take_shift();
+    if (model_.arch().positions != PositionEncoding::rope) return;
     const HParams &hp = model_.hparams();
-    loom::Context ctx({.mem_size = size_t(hp.n_layer) * 8192 + 65536, .no_alloc = true});
-    Graph *graph = new_graph(ctx);
+    // Four nodes per layer: a graph of 8 * n_layer nodes has room, each record under 1 KiB.
+    const size_t n_nodes = size_t(8 * hp.n_layer + 16);
+    loom::Context ctx({.mem_size = n_nodes * 1024 + n_nodes * 64, .no_alloc = true});
+    Graph *graph = new_graph(ctx, n_nodes);
     Tensor *pos = set_input(ctx.new_tensor(DType::I32, {kv_.size()}));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         Tensor *k = kv_.k(il);
         const size_t elt = traits(k->type).type_size;
-        // [head_dim, n_head_kv, cells]: rope rotates each cell by its own position delta, and
-        // rotations by angles add, so this turns K at the old position into K at the new one.
-        Tensor *heads = view_3d(ctx, k, hp.n_embd_head_k, hp.n_head_kv, kv_.size(),
-                                size_t(hp.n_embd_head_k) * elt, k->nb[1], 0);
+        // The rotary dims of each head, [n_rot, n_head_kv, cells]: rope rotates each cell by its
+        // own position delta, and rotations by angles add, so this turns K at the old position
+        // into K at the new one.
+        Tensor *heads =
+            view_3d(ctx, k, hp.n_rot, hp.n_head_kv, kv_.size(), size_t(hp.n_embd_head_k) * elt,
+                    k->nb[1], size_t(hp.k_rope_offset()) * elt);
         Tensor *rotated = rope_ext(ctx, cast(ctx, heads, DType::F32), pos, rope_params(model_),
                                    model_.weights().rope_factors);
         build_forward_expand(graph, cpy(ctx, rotated, heads));

@@ -76,6 +76,16 @@ InputAttnKv *GraphContext::build_attn_inp_kv() {
     return inp;
 }
 
+InputAttnKv *GraphContext::build_attn_inp_k() {
+    if (kv == nullptr || !kv->k_only()) fail("graph", "{} needs a K-only cache", hp.arch);
+    auto *inp = res_.add_input(std::make_unique<InputAttnKv>());
+    inp->k_idxs = name(set_input(ctx0.new_tensor(DType::I64, {n_tokens})), "inp_k_idxs");
+    const int64_t ns = ubatch.n_stream;
+    inp->kq_mask =
+        name(set_input(ctx0.new_tensor(DType::F32, {n_kv, n_tokens / ns, 1, ns})), "kq_mask");
+    return inp;
+}
+
 InputAttnNoCache *GraphContext::build_attn_inp_no_cache() {
     auto *inp = res_.add_input(std::make_unique<InputAttnNoCache>());
     inp->causal = params_.cparams.causal;
@@ -97,36 +107,35 @@ Tensor *GraphContext::build_linear(Tensor *weight, Tensor *x, Tensor *bias) {
     return bias != nullptr ? add(ctx0, cur, bias) : cur;
 }
 
-Tensor *GraphContext::build_ffn(Tensor *cur, const FfnWeights &ffn, int64_t il) {
-    Tensor *up = name(build_linear(ffn.up, cur, ffn.up_b), "ffn_up", il);
-    Tensor *act;
-    if (ffn.gate != nullptr) {
-        Tensor *gate = name(build_linear(ffn.gate, cur, ffn.gate_b), "ffn_gate", il);
-        switch (ffn.act) {
+Tensor *GraphContext::build_activation(Tensor *gate, Tensor *up, Activation act) {
+    if (gate == nullptr) {
+        switch (act) {
             case Activation::silu:
-                act = swiglu_split(ctx0, gate, up);
-                break;
+                return silu(ctx0, up);
             case Activation::gelu:
-                act = geglu_split(ctx0, gate, up);
-                break;
+                return gelu(ctx0, up);
             case Activation::relu:
-                act = mul(ctx0, relu(ctx0, gate), up);
-                break;
-        }
-    } else {
-        switch (ffn.act) {
-            case Activation::silu:
-                act = silu(ctx0, up);
-                break;
-            case Activation::gelu:
-                act = gelu(ctx0, up);
-                break;
-            case Activation::relu:
-                act = relu(ctx0, up);
-                break;
+                return relu(ctx0, up);
         }
     }
-    return name(build_linear(ffn.down, name(act, "ffn_act", il), ffn.down_b), "ffn_out", il);
+    switch (act) {
+        case Activation::silu:
+            return swiglu_split(ctx0, gate, up);
+        case Activation::gelu:
+            return geglu_split(ctx0, gate, up);
+        case Activation::relu:
+            return mul(ctx0, relu(ctx0, gate), up);
+    }
+    fail("graph", "unknown activation");
+}
+
+Tensor *GraphContext::build_ffn(Tensor *cur, const FfnWeights &ffn, int64_t il) {
+    Tensor *up = name(build_linear(ffn.up, cur, ffn.up_b), "ffn_up", il);
+    Tensor *gate = ffn.gate == nullptr
+                       ? nullptr
+                       : name(build_linear(ffn.gate, cur, ffn.gate_b), "ffn_gate", il);
+    Tensor *act = name(build_activation(gate, up, ffn.act), "ffn_act", il);
+    return name(build_linear(ffn.down, act, ffn.down_b), "ffn_out", il);
 }
 
 RopeParams rope_params(const Model &model) {
@@ -143,30 +152,38 @@ Tensor *GraphContext::build_rope(Tensor *x, Tensor *pos, int64_t il) {
 }
 
 Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, Tensor *kq_mask,
-                                     float kq_scale, int64_t il) {
+                                     float kq_scale, int64_t il, Tensor *v_mla) {
     Tensor *cur;
     if (flash_attn) {
         // [head_dim_v, n_head, n_q, ns]
         cur = flash_attn_ext(ctx0, q, k, v, kq_mask, {.scale = kq_scale});
+        if (v_mla != nullptr) {  // as a matrix product with the queries in dim 1
+            cur = mul_mat(ctx0, v_mla, permute(ctx0, cur, 0, 2, 1, 3));
+            cur = cont(ctx0, permute(ctx0, cur, 0, 2, 1, 3));
+        }
     } else {
         Tensor *kq = name(mul_mat(ctx0, k, q), "kq", il);  // [n_kv, n_q, n_head, ns]
         kq = name(soft_max_ext(ctx0, kq, kq_mask, {.scale = kq_scale}), "kq_soft_max", il);
         // V as [n_kv, head_dim_v, n_head_kv, ns]: each output a dot product over the cells
         if (!v_trans) v = cont(ctx0, permute(ctx0, v, 1, 0, 2, 3));
-        Tensor *kqv = mul_mat(ctx0, v, kq);                // [head_dim_v, n_q, n_head, ns]
+        Tensor *kqv = mul_mat(ctx0, v, kq);  // [head_dim_v, n_q, n_head, ns]
+        if (v_mla != nullptr) kqv = name(mul_mat(ctx0, v_mla, kqv), "kqv_mla", il);
         cur = cont(ctx0, permute(ctx0, kqv, 0, 2, 1, 3));  // [head_dim_v, n_head, n_q, ns]
     }
     // the tokens back in the ubatch's order
-    return name(reshape(ctx0, cur, {hp.n_embd_head_v * hp.n_head, n_tokens}), "kqv_out", il);
+    return name(reshape(ctx0, cur, {cur->ne[0] * cur->ne[1], n_tokens}), "kqv_out", il);
 }
 
 Tensor *GraphContext::build_attn(InputAttnKv *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur,
-                                 Tensor *k_cur, Tensor *v_cur, float kq_scale, int64_t il) {
+                                 Tensor *k_cur, Tensor *v_cur, float kq_scale, int64_t il,
+                                 Tensor *v_mla) {
     // The writes come first in the graph, so the reads below see this ubatch's K and V.
     Tensor *k_2d = reshape(ctx0, cont(ctx0, k_cur), {hp.n_embd_k_gqa(), n_tokens});
-    Tensor *v_2d = reshape(ctx0, cont(ctx0, v_cur), {hp.n_embd_v_gqa(), n_tokens});
     build_forward_expand(gf, name(kv->store_k(ctx0, il, k_2d, inp->k_idxs), "k_store", il));
-    build_forward_expand(gf, name(kv->store_v(ctx0, il, v_2d, inp->v_idxs), "v_store", il));
+    if (inp->v_idxs != nullptr) {
+        Tensor *v_2d = reshape(ctx0, cont(ctx0, v_cur), {hp.n_embd_v_gqa(), n_tokens});
+        build_forward_expand(gf, name(kv->store_v(ctx0, il, v_2d, inp->v_idxs), "v_store", il));
+    }
 
     // The ubatch's tokens are n_stream runs of n_tps, one per KV stream: the streams become
     // dimension 3 of every product, each attending over its own cells.
@@ -177,7 +194,7 @@ Tensor *GraphContext::build_attn(InputAttnKv *inp, Tensor *wo, Tensor *wo_b, Ten
     Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);                // [head_dim, n_tps, n_head, ns]
     Tensor *k = kv->k_view(ctx0, il, n_kv, ubatch.stream0, ns);  // [head_dim, n_kv, n_head_kv, ns]
     Tensor *v = kv->v_view(ctx0, il, n_kv, ubatch.stream0, ns);
-    Tensor *cur = build_attn_mha(q, k, v, kv->v_trans(), inp->kq_mask, kq_scale, il);
+    Tensor *cur = build_attn_mha(q, k, v, kv->v_trans(), inp->kq_mask, kq_scale, il, v_mla);
     return wo == nullptr ? cur : name(build_linear(wo, cur, wo_b), "attn_out", il);
 }
 

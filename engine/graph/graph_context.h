@@ -24,6 +24,36 @@ struct FfnWeights {
     Activation act = Activation::silu;
 };
 
+// How a router's logits become expert probabilities.
+enum class MoeGating {
+    softmax,         // softmax over all experts
+    sigmoid,         // each expert on its own
+    softmax_weight,  // the logits select; a softmax over the selected k gives the weights
+    sqrt_softplus,   // sqrt(log(1 + e^x))
+};
+
+// A mixture-of-experts feed-forward block's weights: the router gate_inp [n_embd, n_expert]
+// (+ gate_inp_b), the experts stacked [.., .., n_expert] (gate and up separate, or merged
+// gate_up_exps [n_embd, 2 * n_ff, n_expert]), and an optional selection bias [n_expert].
+struct MoeWeights {
+    Tensor *gate_inp = nullptr, *gate_inp_b = nullptr;
+    Tensor *up_exps = nullptr, *gate_exps = nullptr, *gate_up_exps = nullptr, *down_exps = nullptr;
+    Tensor *exp_probs_b = nullptr;
+};
+
+struct MoeOptions {
+    int64_t n_expert = 0, n_expert_used = 0;
+    Activation act = Activation::silu;
+    MoeGating gating = MoeGating::softmax;
+    bool norm_weights = false;   // divide the k weights by their sum
+    float weights_scale = 0.0f;  // then multiply them by this (0 or 1: not at all)
+    // Expert groups (DeepSeek V3): only the n_group_used groups with the largest sums of their
+    // two best scores compete. 0 or 1: no groups.
+    int64_t n_groups = 0, n_group_used = 0;
+    Tensor *probs_in = nullptr;     // router logits computed elsewhere, [n_expert, n_tokens]
+    Tensor *selected_in = nullptr;  // experts chosen elsewhere, I32 [n_expert_used, n_tokens]
+};
+
 // The rotary embedding of a model: its architecture's mode and its frequencies.
 RopeParams rope_params(const Model &model);
 
@@ -46,6 +76,8 @@ class GraphContext {
     Tensor *build_inp_pos();      // I32 [n_tokens * the architecture's n_pos_per_embd]
     Tensor *build_inp_out_ids();  // I32 [n_outputs], null when every token is an output
     InputAttnKv *build_attn_inp_kv();
+    // The same for a cache holding K alone (latent attention: V is read from K).
+    InputAttnKv *build_attn_inp_k();
     // Attention among the ubatch's own tokens, nothing cached (encoders, embeddings): causal as
     // the compute params say, each sequence apart.
     InputAttnNoCache *build_attn_inp_no_cache();
@@ -55,13 +87,19 @@ class GraphContext {
     // w · x (+ b)
     Tensor *build_linear(Tensor *weight, Tensor *x, Tensor *bias = nullptr);
     Tensor *build_ffn(Tensor *cur, const FfnWeights &ffn, int64_t il);
+    // Routes each token of cur [n_embd, n_tokens] to its k best experts and sums their outputs,
+    // weighted as the options say: [n_embd, n_tokens] (engine/graph/moe.cpp).
+    Tensor *build_moe_ffn(Tensor *cur, const MoeWeights &moe, const MoeOptions &options,
+                          int64_t il);
     // Rotary embedding of x [head_dim, n_heads, n_tokens] at the positions `pos`, as the
     // architecture's rope mode and the model's frequencies say.
     Tensor *build_rope(Tensor *x, Tensor *pos, int64_t il);
     // Stores k_cur / v_cur [head_dim, n_head_kv, n_tokens] in the cache, attends q_cur
     // [head_dim, n_head, n_tokens] over it and projects with wo (when given): [n_embd, n_tokens].
+    // With a K-only input v_cur is not stored (it is a view of k_cur), and v_mla
+    // [kv_lora_rank, head_dim_v, n_head] turns each head's attended latent into its V output.
     Tensor *build_attn(InputAttnKv *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur, Tensor *k_cur,
-                       Tensor *v_cur, float kq_scale, int64_t il);
+                       Tensor *v_cur, float kq_scale, int64_t il, Tensor *v_mla = nullptr);
     // The same over k_cur / v_cur alone.
     Tensor *build_attn(InputAttnNoCache *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur,
                        Tensor *k_cur, Tensor *v_cur, float kq_scale, int64_t il);
@@ -74,9 +112,15 @@ class GraphContext {
   private:
     // Multi-head attention of q [head_dim, n_q, n_head, ns] over k [head_dim, n_kv, n_head_kv,
     // ns] and v (the same shape, or [n_kv, head_dim_v, n_head_kv, ns] when v_trans), flash or
-    // naive: [head_dim_v * n_head, n_tokens].
+    // naive, each head's output then multiplied by v_mla when given: [head_dim_out * n_head,
+    // n_tokens].
     Tensor *build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, Tensor *kq_mask,
-                           float kq_scale, int64_t il);
+                           float kq_scale, int64_t il, Tensor *v_mla = nullptr);
+    // act(gate) * up (or act(up) without a gate), any shape.
+    Tensor *build_activation(Tensor *gate, Tensor *up, Activation act);
+    // The MoE router: experts' probabilities (unbiased, for the weights) and the k chosen.
+    std::pair<Tensor *, Tensor *> build_moe_routing(Tensor *cur, const MoeWeights &moe,
+                                                    const MoeOptions &options, int64_t il);
 
     GraphResult &res_;
     const GraphParams &params_;

@@ -48,7 +48,7 @@ bool InputOutIds::can_reuse(const GraphParams &params) const {
 
 void InputAttnKv::set_input(const GraphParams &params) {
     params.kv->fill_k_idxs(static_cast<int64_t *>(k_idxs->data));
-    params.kv->fill_v_idxs(static_cast<int64_t *>(v_idxs->data));
+    if (v_idxs != nullptr) params.kv->fill_v_idxs(static_cast<int64_t *>(v_idxs->data));
     params.kv->fill_mask(params.ubatch, kq_mask->ne[0], static_cast<float *>(kq_mask->data));
 }
 

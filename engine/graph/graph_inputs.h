@@ -39,7 +39,8 @@ class InputOutIds : public GraphInput {
 class InputAttnKv : public GraphInput {
   public:
     Tensor *k_idxs = nullptr;   // I64 [n_tokens]
-    Tensor *v_idxs = nullptr;   // I64 [n_tokens] (or one per element of V when V is transposed)
+    Tensor *v_idxs = nullptr;   // I64 [n_tokens] (or one per element of V when V is transposed);
+                                // null for a K-only cache
     Tensor *kq_mask = nullptr;  // F32 [n_kv, n_tokens / n_stream, 1, n_stream]
     void set_input(const GraphParams &params) override;
     bool can_reuse(const GraphParams &params) const override;

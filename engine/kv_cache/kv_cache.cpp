@@ -15,6 +15,10 @@ KvCache::KvCache(const HParams &hp, const KvCacheParams &params)
     if (params.n_stream <= 0 || params.size % params.n_stream != 0) {
         fail("kv", "{} cells cannot be split into {} streams", params.size, params.n_stream);
     }
+    if (params.k_only && hp.n_embd_head_v > hp.n_embd_head_k) {
+        fail("kv", "V heads ({}) cannot be read from shorter K heads ({})", hp.n_embd_head_v,
+             hp.n_embd_head_k);
+    }
     const size_t n_tensors = size_t(2 * hp.n_layer);
     ctx_ = std::make_unique<loom::Context>(
         ContextParams{.mem_size = n_tensors * 512 + 4096, .no_alloc = true});
@@ -25,10 +29,11 @@ KvCache::KvCache(const HParams &hp, const KvCacheParams &params)
         Tensor *v = params.v_trans ? ctx_->new_tensor(params.type_v, {per, hp.n_embd_v_gqa(), ns})
                                    : ctx_->new_tensor(params.type_v, {hp.n_embd_v_gqa(), per, ns});
         set_name(k, "cache_k_l" + std::to_string(il));
-        set_name(v, "cache_v_l" + std::to_string(il));
         k_.push_back(k);
-        v_.push_back(v);
         all.push_back(k);
+        if (params.k_only) continue;
+        set_name(v, "cache_v_l" + std::to_string(il));
+        v_.push_back(v);
         all.push_back(v);
     }
     buffer_ = place_tensors(host_buffer_type(), all);
@@ -153,6 +158,7 @@ void KvCache::copy_cell(int32_t from, int32_t to) {
         auto *k = static_cast<std::byte *>(k_[il]->data);
         std::memcpy(k + size_t(to) * k_[il]->nb[1], k + size_t(from) * k_[il]->nb[1],
                     k_[il]->nb[1]);
+        if (params_.k_only) continue;
         auto *v = static_cast<std::byte *>(v_[il]->data);
         if (!params_.v_trans) {
             std::memcpy(v + size_t(to) * v_[il]->nb[1], v + size_t(from) * v_[il]->nb[1],
@@ -243,6 +249,12 @@ Tensor *KvCache::k_view(loom::Context &ctx, int64_t il, int64_t n_kv, int stream
 }
 
 Tensor *KvCache::v_view(loom::Context &ctx, int64_t il, int64_t n_kv, int stream0, int ns) const {
+    if (params_.k_only) {  // the first n_embd_head_v values of each K head
+        Tensor *k = k_[size_t(il)];
+        const size_t head_bytes = size_t(hp_.n_embd_head_k) * traits(k->type).type_size;
+        return view_4d(ctx, k, hp_.n_embd_head_v, n_kv, hp_.n_head_kv, ns, k->nb[1], head_bytes,
+                       k->nb[2], size_t(stream0) * k->nb[2]);
+    }
     Tensor *v = v_[size_t(il)];
     const int64_t head = hp_.n_embd_head_v;
     const size_t elt = traits(v->type).type_size;

@@ -27,6 +27,9 @@ struct KvCacheParams {
     DType type_k = DType::F16;
     DType type_v = DType::F16;
     bool v_trans = true;  // store V transposed (the naive attention path wants it)
+    // No V: attention reads V as the first n_embd_head_v values of each K head (latent
+    // attention, where K = [latent | rotary part] and V = latent).
+    bool k_only = false;
     // Streams: the cells split into n_stream equal regions, sequence s in region s % n_stream.
     // A sequence then lands in the same cells whatever the other sequences do, so its results
     // do not depend on them; seq_cp between streams copies K and V. 1: one region for all.
@@ -40,7 +43,8 @@ class KvCache {
 
     int64_t size() const { return int64_t(cells_.size()); }
     int n_stream() const { return params_.n_stream; }
-    bool v_trans() const { return params_.v_trans; }
+    bool v_trans() const { return params_.v_trans && !params_.k_only; }
+    bool k_only() const { return params_.k_only; }
     DType type_k() const { return params_.type_k; }
     DType type_v() const { return params_.type_v; }
     int64_t used() const;
@@ -74,7 +78,7 @@ class KvCache {
 
     // Graph pieces for layer il.
     Tensor *k(int64_t il) const { return k_[size_t(il)]; }
-    Tensor *v(int64_t il) const { return v_[size_t(il)]; }
+    Tensor *v(int64_t il) const { return params_.k_only ? nullptr : v_[size_t(il)]; }
     // K of the first n_kv cells of streams [stream0, stream0 + ns) as [head_dim, n_kv,
     // n_head_kv, ns] (a view).
     Tensor *k_view(loom::Context &ctx, int64_t il, int64_t n_kv, int stream0, int ns) const;

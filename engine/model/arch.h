@@ -13,9 +13,15 @@ namespace loom::engine {
 
 class GraphContext;
 
+enum class PositionEncoding { rope, learned };
+
 struct ArchDescriptor {
     std::string_view name;  // general.architecture
     RopeMode rope_mode = RopeMode::normal;
+    // How positions enter: rotary embeddings of Q and K (rope_mode), or learned embeddings
+    // added to the input, a table of n_ctx_train rows (K in the cache then holds no rotation,
+    // and shifting a sequence's positions leaves it as it is).
+    PositionEncoding positions = PositionEncoding::rope;
     // Position values per token: 1, or 4 for multimodal rope (time, height, width and a spare
     // component; a text token has its position in the first three and 0 in the last).
     int n_pos_per_embd = 1;

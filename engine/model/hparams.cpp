@@ -22,6 +22,76 @@ int64_t positive(const std::string &key, int64_t value, int64_t max = int64_t(1)
     return value;
 }
 
+// DeepSeek's multi-head latent attention keys (all optional).
+void read_latent_attention(const gguf::Metadata &meta, HParams &hp) {
+    auto optional = [&](std::string_view suffix) {
+        const std::string k = arch_key(hp, suffix);
+        const auto v = meta.get_integer_optional<int64_t>(k);
+        if (v && (*v < 0 || *v > (int64_t(1) << 20)))
+            fail("model", "{} = {} is out of range", k, *v);
+        return v;
+    };
+    hp.n_lora_q = optional("attention.q_lora_rank").value_or(0);
+    hp.n_lora_kv = optional("attention.kv_lora_rank").value_or(0);
+    const auto k_mla = optional("attention.key_length_mla");
+    const auto v_mla = optional("attention.value_length_mla");
+    hp.is_mla = k_mla.value_or(0) > 0 && v_mla.value_or(0) > 0;
+    hp.n_embd_head_k_mla = k_mla.value_or(hp.n_embd_head_k);
+    hp.n_embd_head_v_mla = v_mla.value_or(hp.n_embd_head_v);
+    if (hp.n_lora_kv > 0 && hp.n_embd_head_k_mla <= hp.n_rot) {
+        fail("model", "the key head ({}) must be longer than its rotary part ({})",
+             hp.n_embd_head_k_mla, hp.n_rot);
+    }
+    if (hp.is_mla && (hp.n_embd_head_k != hp.n_lora_kv + hp.n_rot ||
+                      hp.n_embd_head_v != hp.n_lora_kv || hp.n_head_kv != 1)) {
+        fail("model",
+             "latent attention needs key_length = kv_lora_rank + rope dims ({} + {}), "
+             "value_length = kv_lora_rank and one KV head; the file has {}, {} and {}",
+             hp.n_lora_kv, hp.n_rot, hp.n_embd_head_k, hp.n_embd_head_v, hp.n_head_kv);
+    }
+}
+
+// The mixture-of-experts keys, checked against each other.
+void read_experts(const gguf::Metadata &meta, HParams &hp) {
+    auto key = [&](std::string_view suffix) { return arch_key(hp, suffix); };
+    auto integer = [&](std::string_view suffix, int64_t fallback) {
+        const int64_t v = meta.get_integer_optional<int64_t>(key(suffix)).value_or(fallback);
+        if (v < 0 || v > (int64_t(1) << 31))
+            fail("model", "{} = {} is out of range", key(suffix), v);
+        return v;
+    };
+    hp.n_expert = integer("expert_count", 0);
+    if (hp.n_expert == 0) return;
+    hp.n_expert_used = integer("expert_used_count", 0);
+    if (hp.n_expert_used < 1 || hp.n_expert_used > hp.n_expert) {
+        fail("model", "{} = {} must be in 1..{} ({})", key("expert_used_count"), hp.n_expert_used,
+             hp.n_expert, key("expert_count"));
+    }
+    hp.n_ff_exp = integer("expert_feed_forward_length", hp.n_ff);
+    hp.n_ff_shexp = integer("expert_shared_feed_forward_length", hp.n_ff_exp);
+    hp.n_expert_shared = integer("expert_shared_count", 0);
+    hp.n_layer_dense_lead = integer("leading_dense_block_count", 0);
+    hp.n_expert_groups = integer("expert_group_count", 0);
+    hp.n_group_used = integer("expert_group_used_count", 0);
+    if (hp.n_expert_groups > 1 &&
+        (hp.n_expert % hp.n_expert_groups != 0 || hp.n_group_used < 1 ||
+         hp.n_group_used >= hp.n_expert_groups ||
+         hp.n_expert_used > hp.n_group_used * (hp.n_expert / hp.n_expert_groups))) {
+        fail("model", "{} = {} groups with {} = {} cannot hold {} of {} experts",
+             key("expert_group_count"), hp.n_expert_groups, key("expert_group_used_count"),
+             hp.n_group_used, hp.n_expert_used, hp.n_expert);
+    }
+    hp.expert_weights_scale = get_float(meta, key("expert_weights_scale")).value_or(0.0f);
+    if (const gguf::Value *v = meta.find(key("expert_weights_norm"))) {
+        const bool *b = std::get_if<bool>(v);
+        if (b == nullptr)
+            fail("model", "{} is a {}, expected a bool", key("expert_weights_norm"),
+                 gguf::type_name(*v));
+        hp.expert_weights_norm = *b;
+    }
+    hp.expert_gating_func = int(integer("expert_gating_func", 0));
+}
+
 }  // namespace
 
 std::string arch_key(const HParams &hp, std::string_view suffix) {
@@ -77,6 +147,8 @@ HParams HParams::from_gguf(const gguf::Metadata &meta) {
     if (!std::isfinite(hp.rope_freq_base) || hp.rope_freq_base <= 0.0f) {
         fail("model", "{} = {} is not a positive number", key("rope.freq_base"), hp.rope_freq_base);
     }
+    read_latent_attention(meta, hp);
+    read_experts(meta, hp);
     return hp;
 }
 

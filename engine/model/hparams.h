@@ -28,9 +28,34 @@ struct HParams {
     int64_t n_ctx_orig = 0;        // <arch>.rope.scaling.original_context_length
     float f_logit_scale = 0.0f;    // <arch>.logit_scale (0: none)
 
+    // Multi-head latent attention (DeepSeek 2/3): Q and KV through low-rank projections. With
+    // key_length_mla / value_length_mla (the "absorbed" layout) the cache holds one latent KV
+    // head per token: n_embd_head_k = kv_lora_rank + n_rot, n_embd_head_v = kv_lora_rank.
+    int64_t n_lora_q = 0;           // <arch>.attention.q_lora_rank (0: a plain Q projection)
+    int64_t n_lora_kv = 0;          // <arch>.attention.kv_lora_rank
+    int64_t n_embd_head_k_mla = 0;  // <arch>.attention.key_length_mla (default n_embd_head_k)
+    int64_t n_embd_head_v_mla = 0;  // <arch>.attention.value_length_mla (default n_embd_head_v)
+    bool is_mla = false;            // the absorbed layout: both *_length_mla keys present
+
+    // Mixture of experts (all 0 for a dense model)
+    int64_t n_expert = 0;            // <arch>.expert_count
+    int64_t n_expert_used = 0;       // <arch>.expert_used_count
+    int64_t n_ff_exp = 0;            // <arch>.expert_feed_forward_length (default n_ff)
+    int64_t n_ff_shexp = 0;          // <arch>.expert_shared_feed_forward_length (default n_ff_exp)
+    int64_t n_expert_shared = 0;     // <arch>.expert_shared_count
+    int64_t n_layer_dense_lead = 0;  // <arch>.leading_dense_block_count: dense layers first
+    int64_t n_expert_groups = 0;     // <arch>.expert_group_count (0 or 1: no groups)
+    int64_t n_group_used = 0;        // <arch>.expert_group_used_count
+    float expert_weights_scale = 0.0f;  // <arch>.expert_weights_scale (0: none)
+    bool expert_weights_norm = false;   // <arch>.expert_weights_norm
+    int expert_gating_func = 0;         // <arch>.expert_gating_func: 1 softmax, 2 sigmoid, ...
+
     int64_t n_embd_k_gqa() const { return n_embd_head_k * n_head_kv; }
     int64_t n_embd_v_gqa() const { return n_embd_head_v * n_head_kv; }
     int64_t n_gqa() const { return n_head / n_head_kv; }
+    // Where the rotary part of a cached K head starts: after the n_embd_head_k - n_rot latent or
+    // no-position dims for DeepSeek's attention, at 0 otherwise.
+    int64_t k_rope_offset() const { return n_lora_kv > 0 ? n_embd_head_k - n_rot : 0; }
 
     // Reads the common keys and checks them against each other; loom::fail("model", ...) names
     // the key and the value on anything missing or inconsistent.

@@ -43,8 +43,8 @@ Tensor *WeightLoader::bind(const std::string &name, std::initializer_list<int64_
         fail("model", "{}: tensor {} has type {}, which cannot be a matrix-product weight", path_,
              name, dtype_name(t->type));
     }
+    if (is_matrix && !used_[name]) matrices_.push_back(t);  // once, however often it is bound
     used_[name] = true;
-    if (is_matrix) matrices_.push_back(t);
     return t;
 }
 

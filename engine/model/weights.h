@@ -14,14 +14,29 @@ struct LayerWeights {
     Tensor *wqkv = nullptr;                                             // attn_qkv (fused)
     Tensor *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr, *bqkv = nullptr;
     Tensor *attn_q_norm = nullptr, *attn_k_norm = nullptr;  // per-head RMS norms (Qwen3)
+    // Latent attention (DeepSeek 2/3): Q through attn_q_a → attn_q_a_norm → attn_q_b; K and V
+    // from the latent attn_kv_a_mqa → attn_kv_a_norm, expanded by attn_kv_b, or in the absorbed
+    // layout by attn_k_b (into Q) and attn_v_b (after attention).
+    Tensor *wq_a = nullptr, *attn_q_a_norm = nullptr, *wq_b = nullptr;
+    Tensor *wkv_a_mqa = nullptr, *attn_kv_a_norm = nullptr, *wkv_b = nullptr;
+    Tensor *wk_b = nullptr, *wv_b = nullptr;
 
     Tensor *ffn_norm = nullptr, *ffn_norm_b = nullptr;
     Tensor *ffn_gate = nullptr, *ffn_up = nullptr, *ffn_down = nullptr;
     Tensor *ffn_gate_b = nullptr, *ffn_up_b = nullptr, *ffn_down_b = nullptr;
+
+    // Mixture of experts: the router ffn_gate_inp [n_embd, n_expert], the experts stacked
+    // ffn_{gate,up,down}_exps [.., .., n_expert], DeepSeek's selection bias exp_probs_b; shared
+    // experts ffn_{gate,up,down}_shexp, with Qwen2-MoE's gate ffn_gate_inp_shexp [n_embd].
+    Tensor *ffn_gate_inp = nullptr, *ffn_exp_probs_b = nullptr;
+    Tensor *ffn_gate_exps = nullptr, *ffn_up_exps = nullptr, *ffn_down_exps = nullptr;
+    Tensor *ffn_gate_inp_shexp = nullptr;
+    Tensor *ffn_gate_shexp = nullptr, *ffn_up_shexp = nullptr, *ffn_down_shexp = nullptr;
 };
 
 struct ModelWeights {
     Tensor *tok_embd = nullptr;     // token_embd.weight [n_embd, n_vocab]
+    Tensor *pos_embd = nullptr;     // position_embd.weight [n_embd, n_ctx_train]: learned positions
     Tensor *output_norm = nullptr;  // output_norm.weight
     Tensor *output_norm_b = nullptr;
     Tensor *output = nullptr;        // output.weight, or tok_embd when tied

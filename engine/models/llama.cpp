@@ -4,7 +4,63 @@
 
 #include <cmath>
 
+#include "engine/models/experts.h"
+
 namespace loom::engine {
+
+namespace {
+
+void load_llama_ffn(WeightLoader &w, const HParams &hp, int64_t il,
+                    const LlamaWeightOptions &options, LayerWeights &l) {
+    auto name = [&](const char *n) { return WeightLoader::layer_name(il, n); };
+    const int64_t n_embd = hp.n_embd;
+    // Mixtral's layers (llama architecture) are MoE where the file has a router.
+    const bool moe = hp.n_expert > 0 &&
+                     (options.ffn == FfnKind::moe ||
+                      w.optional(name("ffn_gate_inp.weight"), {n_embd, hp.n_expert}) != nullptr);
+    if (!moe) {
+        l.ffn_gate = w.require(name("ffn_gate.weight"), {n_embd, hp.n_ff});
+        l.ffn_up = w.require(name("ffn_up.weight"), {n_embd, hp.n_ff});
+        l.ffn_down = w.require(name("ffn_down.weight"), {hp.n_ff, n_embd});
+        return;
+    }
+    load_routed_experts(w, hp, il, l);
+    if (options.shared_expert) {
+        l.ffn_gate_inp_shexp = w.require(name("ffn_gate_inp_shexp.weight"), {n_embd});
+        load_shared_expert(w, hp, il, hp.n_ff_shexp, l);
+    }
+}
+
+// The layer's feed-forward on its normed input.
+Tensor *build_llama_ffn(GraphContext &g, const LayerWeights &l, Tensor *cur,
+                        const LlamaGraphOptions &options, int64_t il) {
+    if (l.ffn_gate_inp == nullptr) {
+        return g.build_ffn(cur, {.up = l.ffn_up, .gate = l.ffn_gate, .down = l.ffn_down}, il);
+    }
+    const HParams &hp = g.hp;
+    Tensor *out = g.build_moe_ffn(cur,
+                                  {.gate_inp = l.ffn_gate_inp,
+                                   .up_exps = l.ffn_up_exps,
+                                   .gate_exps = l.ffn_gate_exps,
+                                   .down_exps = l.ffn_down_exps},
+                                  {.n_expert = hp.n_expert,
+                                   .n_expert_used = hp.n_expert_used,
+                                   .norm_weights = options.moe_norm_weights,
+                                   .weights_scale = hp.expert_weights_scale},
+                                  il);
+    if (l.ffn_up_shexp == nullptr) return out;
+    Tensor *shared = g.build_ffn(
+        cur, {.up = l.ffn_up_shexp, .gate = l.ffn_gate_shexp, .down = l.ffn_down_shexp}, il);
+    if (l.ffn_gate_inp_shexp != nullptr) {
+        // The shared expert's share, sigmoid(gate · x), computed as silu(y) / y like llama.cpp
+        // (which rounds differently from a sigmoid).
+        Tensor *y = mul_mat(g.ctx0, l.ffn_gate_inp_shexp, cur);  // [1, n_tokens]
+        shared = mul(g.ctx0, shared, div(g.ctx0, silu(g.ctx0, y), y));
+    }
+    return g.name(add(g.ctx0, out, g.name(shared, "ffn_shexp_out", il)), "ffn_out", il);
+}
+
+}  // namespace
 
 void load_llama_weights(WeightLoader &w, const HParams &hp, ModelWeights &m,
                         const LlamaWeightOptions &options) {
@@ -34,13 +90,15 @@ void load_llama_weights(WeightLoader &w, const HParams &hp, ModelWeights &m,
             l.attn_k_norm = w.require(name("attn_k_norm.weight"), {hp.n_embd_head_k});
         }
         l.ffn_norm = w.require(name("ffn_norm.weight"), {n_embd});
-        l.ffn_gate = w.require(name("ffn_gate.weight"), {n_embd, hp.n_ff});
-        l.ffn_up = w.require(name("ffn_up.weight"), {n_embd, hp.n_ff});
-        l.ffn_down = w.require(name("ffn_down.weight"), {hp.n_ff, n_embd});
+        load_llama_ffn(w, hp, il, options, l);
     }
 }
 
 void build_llama_graph(GraphContext &g) {
+    build_llama_graph(g, {});
+}
+
+void build_llama_graph(GraphContext &g, const LlamaGraphOptions &options) {
     const HParams &hp = g.hp;
     Tensor *x = g.build_inp_embd();
     Tensor *pos = g.build_inp_pos();
@@ -72,7 +130,7 @@ void build_llama_graph(GraphContext &g) {
         }
         Tensor *ffn_in = g.name(add(g.ctx0, cur, x), "ffn_inp", il);
         cur = g.build_norm(ffn_in, l.ffn_norm, nullptr, NormType::rms, il);
-        cur = g.build_ffn(cur, {.up = l.ffn_up, .gate = l.ffn_gate, .down = l.ffn_down}, il);
+        cur = build_llama_ffn(g, l, cur, options, il);
         x = g.name(add(g.ctx0, cur, ffn_in), "l_out", il);
     }
     g.build_logits(g.build_norm(x, g.w.output_norm, nullptr, NormType::rms, -1));

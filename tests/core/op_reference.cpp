@@ -114,9 +114,21 @@ Dense::Dense(const Tensor *t) : ne(shape_of(t)), v(size_t(count(ne))) {
 // ---------------------------------------------------------------------------------------------
 // Scalar functions
 
+double ref_round_to_half(double x) {
+    if (x == 0.0 || !std::isfinite(x)) return x;
+    int e;  // |x| = m 2^e, m in [0.5, 1)
+    std::frexp(x, &e);
+    // A half has 11 significant bits down to its smallest normal 2^-14 (e = -13); below that the
+    // subnormals keep the spacing 2^-24. nearbyint rounds half to even.
+    const double spacing = std::ldexp(1.0, std::max(e, -13) - 11);
+    return std::nearbyint(x / spacing) * spacing;
+}
 double ref_gelu(double x) {
+    if (x <= -10.0) return 0.0;
+    if (x >= 10.0) return x;
+    const double h = ref_round_to_half(x);
     const double c = std::sqrt(2.0 / std::numbers::pi);
-    return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+    return ref_round_to_half(0.5 * h * (1.0 + std::tanh(c * (h + 0.044715 * h * h * h))));
 }
 double ref_sigmoid(double x) {
     return 1.0 / (1.0 + std::exp(-x));

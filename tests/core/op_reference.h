@@ -57,7 +57,11 @@ void for_each_index(const Shape4 &ne, F &&f) {
 // ---------------------------------------------------------------------------------------------
 // Scalar functions
 
-double ref_gelu(double x);  // tanh approximation
+// x rounded to the nearest half (ties to even); half overflow is not modelled.
+double ref_round_to_half(double x);
+// Tanh approximation at half precision: of x rounded to a half, rounded to a half; 0 at x <= -10
+// and x at x >= 10.
+double ref_gelu(double x);
 double ref_silu(double x);
 double ref_sigmoid(double x);
 double ref_softplus(double x);

@@ -91,7 +91,7 @@ std::vector<UnaryKind> unary_kinds() {
          [](double x) { return std::exp(x); }, -3.0, 3.0},
         {"tanh", [](Context &c, Tensor *a) { return tanh(c, a); },
          [](double x) { return std::tanh(x); }, -3.0, 3.0},
-        {"gelu", [](Context &c, Tensor *a) { return gelu(c, a); }, ref_gelu, -4.0, 4.0},
+        {"gelu", [](Context &c, Tensor *a) { return gelu(c, a); }, ref_gelu, -12.0, 12.0},
         {"silu", [](Context &c, Tensor *a) { return silu(c, a); }, ref_silu, -6.0, 6.0},
         {"sigmoid", [](Context &c, Tensor *a) { return sigmoid(c, a); }, ref_sigmoid, -6.0, 6.0},
         {"softplus", [](Context &c, Tensor *a) { return softplus(c, a); }, ref_softplus, -25.0,

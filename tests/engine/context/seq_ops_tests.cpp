@@ -193,6 +193,21 @@ TEST_F(ContextSeqOps, SeqAddShiftsPositionsLikeStartingThere) {
     }
 }
 
+// DeepSeek's heads keep their rotary dims last (and with latent attention the cache holds K
+// alone): the shift must rotate those dims and nothing else.
+TEST(ContextSeqOpsDeepSeek, SeqAddRotatesTheTrailingRotaryDims) {
+    for (const char *name : {"deepseek2", "deepseek2-kvb"}) {
+        SCOPED_TRACE(name);
+        const auto f = load_fixture(name);
+        const auto model = Model::load(f.model_path);
+        for (Pos k : {Pos(3), Pos(50)}) {
+            SCOPED_TRACE("shift " + std::to_string(k));
+            expect_shift_matches(*model, f.tokens, DType::F32, false, k, 1e-6);
+            expect_shift_matches(*model, f.tokens, DType::F16, true, k, 1e-5);
+        }
+    }
+}
+
 // llama.cpp's context shift: drop tokens [1, 1 + m) and move the rest back by m. The kept K and
 // V were computed while the dropped tokens were visible, so no fresh decode reproduces the
 // logits; the positions must close the gap and the next decode must run.

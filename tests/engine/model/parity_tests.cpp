@@ -147,6 +147,12 @@ const Case kCases[] = {
     {"stories260K-kvf16", 1e-5},  // F16 KV cache
     {"qwen2", 1e-6},
     {"qwen3", 1e-6},
+    {"gpt2", 1e-6},
+    {"llama-moe", 1e-6},
+    {"qwen2moe", 1e-6},
+    {"qwen3moe", 1e-6},
+    {"deepseek2", 1e-6},
+    {"deepseek2-kvb", 1e-6},
     {"llama-2-tiny-random", 1e-12},  // F16 weights
     {"llama-q-q4_0", 1e-12},
     {"llama-q-q4_1", 1e-12},
