@@ -15,6 +15,7 @@ packages=(
     nlohmann-json3-dev  # JSON (loom gguf dump --json)
     pkg-config       # finds PCRE2
     libpcre2-dev     # Unicode-aware regexes for the BPE pre-tokenizers
+    python3          # JSON checks in the command-line tools' tests
 )
 # `setup.sh fuzz`: what `make fuzz-gguf` adds (libFuzzer comes with clang's runtime).
 if [ "${1:-}" = "fuzz" ]; then

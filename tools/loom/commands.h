@@ -2,6 +2,9 @@
 // The subcommands of `loom`, each in its own file. add_*_command registers a subcommand on the
 // app; its callback runs the command and stores the process exit code in `exit_code`. Errors
 // are thrown as loom::Error and reported by main.
+#include <string>
+#include <vector>
+
 namespace CLI {
 class App;
 }
@@ -13,5 +16,10 @@ void add_gguf_command(CLI::App &app, int &exit_code);
 void add_tokenize_command(CLI::App &app, int &exit_code);
 void add_run_command(CLI::App &app, int &exit_code);
 void add_logits_command(CLI::App &app, int &exit_code);
+void add_quantize_command(CLI::App &app, int &exit_code);
+void add_chat_command(CLI::App &app, int &exit_code);
+void add_bench_command(CLI::App &app, int &exit_code);
+// Rewrites llama-bench's one-dash flags (-pg, -ub, -fa, -ctk) of a `loom bench` command line.
+void accept_llama_bench_flags(std::vector<std::string> &args);
 
 }  // namespace loom::tools

@@ -1,5 +1,6 @@
 // The `loom` command: one binary, one subcommand per job (tools/loom/commands.h).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 
 #include "loom/backend.h"
@@ -33,9 +34,16 @@ int main(int argc, char **argv) {
     loom::tools::add_tokenize_command(app, exit_code);
     loom::tools::add_run_command(app, exit_code);
     loom::tools::add_logits_command(app, exit_code);
+    loom::tools::add_quantize_command(app, exit_code);
+    loom::tools::add_chat_command(app, exit_code);
+    loom::tools::add_bench_command(app, exit_code);
 
+    std::vector<std::string> args(argv, argv + argc);
+    loom::tools::accept_llama_bench_flags(args);
+    args.erase(args.begin());                // CLI11 takes the arguments without the program
+    std::reverse(args.begin(), args.end());  // name, in reverse order
     try {
-        app.parse(argc, argv);
+        app.parse(args);
     } catch (const CLI::ParseError &e) {
         return app.exit(e);
     } catch (const loom::Error &e) {

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# `loom bench` end to end on a tiny generated model: JSON that parses, one entry per test with a
+# sample per repetition and positive figures, llama-bench's field names, the markdown table, the
+# CSV header, and errors.
+# Usage: check_bench.sh LOOM_BINARY
+set -euo pipefail
+loom="$1"
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$loom" gguf synth "$tmp/tiny.gguf" --type Q8_0 --n-vocab 512 --n-embd 64 --n-layer 2 \
+    --n-head 4 --n-head-kv 2 --n-ff 128 >/dev/null
+
+"$loom" bench -m "$tmp/tiny.gguf" -p 16,32 -n 4 -pg 8,2 -r 3 -t 1,2 -o json >"$tmp/out.json" \
+    2>"$tmp/err"
+python3 - "$tmp/out.json" <<'PY' || fail "json: $(cat "$tmp/out.json")"
+import json, sys
+entries = json.load(open(sys.argv[1]))
+tests = sorted((e["n_threads"], e["n_prompt"], e["n_gen"]) for e in entries)
+want = sorted((t, p, n) for t in (1, 2) for p, n in ((16, 0), (32, 0), (0, 4), (8, 2)))
+assert tests == want, (tests, want)
+for e in entries:
+    for key in ("model_filename", "model_type", "model_size", "model_n_params", "n_batch",
+                "n_ubatch", "type_k", "flash_attn", "test_time", "avg_ns", "stddev_ns"):
+        assert key in e, key
+    assert e["model_filename"] == "tiny.gguf"
+    assert len(e["samples_ns"]) == 3 and len(e["samples_ts"]) == 3
+    assert e["avg_ts"] > 0 and all(x > 0 for x in e["samples_ts"]) and e["stddev_ts"] >= 0
+    assert e["model_size"] > 0 and e["model_n_params"] > 0
+    # tokens per second of a sample = tokens / its time
+    tokens = e["n_prompt"] + e["n_gen"]
+    for ns, ts in zip(e["samples_ns"], e["samples_ts"]):
+        assert abs(ts - tokens * 1e9 / ns) < 1e-6 * ts
+PY
+
+"$loom" bench -m "$tmp/tiny.gguf" -p 16 -n 4 -r 2 -fa 0,1 -o jsonl >"$tmp/out.jsonl" 2>/dev/null
+[ "$(wc -l <"$tmp/out.jsonl")" -eq 4 ] || fail "jsonl lines: $(cat "$tmp/out.jsonl")"
+python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/out.jsonl" ||
+    fail "jsonl parse"
+
+"$loom" bench -m "$tmp/tiny.gguf" -p 16 -n 4 -r 2 -fa 0,1 >"$tmp/out.md" 2>/dev/null
+head -1 "$tmp/out.md" | grep -Eq '^\| model +\| +size \| +params \| backend \| threads \| fa \| +test \| +t/s \|$' ||
+    fail "markdown header: $(head -1 "$tmp/out.md")"
+[ "$(grep -c '| *pp16 |' "$tmp/out.md")" -eq 2 ] || fail "markdown rows: $(cat "$tmp/out.md")"
+grep -Eq '\| +[0-9.]+ ± [0-9.]+ \|$' "$tmp/out.md" || fail "t/s column: $(cat "$tmp/out.md")"
+
+"$loom" bench -m "$tmp/tiny.gguf" -p 16 -n 0 -r 1 -o csv >"$tmp/out.csv" 2>/dev/null
+head -1 "$tmp/out.csv" | grep -q '^build_commit,build_number,cpu_info,' || fail "csv header"
+[ "$(wc -l <"$tmp/out.csv")" -eq 2 ] || fail "csv rows"
+
+rc=0
+"$loom" bench -m "$tmp/tiny.gguf" -pg 8 -r 1 >/dev/null 2>"$tmp/err" || rc=$?
+[ "$rc" -ne 0 ] && grep -q 'expected two numbers' "$tmp/err" || fail "bad -pg: $(cat "$tmp/err")"
+rc=0
+"$loom" bench -m "$tmp/missing.gguf" -r 1 >/dev/null 2>"$tmp/err" || rc=$?
+[ "$rc" -ne 0 ] && grep -q 'missing.gguf' "$tmp/err" || fail "missing model: $(cat "$tmp/err")"
+echo "loom bench: json, jsonl, markdown, csv and errors as expected"
