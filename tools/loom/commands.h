@@ -19,6 +19,7 @@ void add_logits_command(CLI::App &app, int &exit_code);
 void add_quantize_command(CLI::App &app, int &exit_code);
 void add_chat_command(CLI::App &app, int &exit_code);
 void add_bench_command(CLI::App &app, int &exit_code);
+void add_perplexity_command(CLI::App &app, int &exit_code);
 // Rewrites llama-bench's one-dash flags (-pg, -ub, -fa, -ctk) of a `loom bench` command line.
 void accept_llama_bench_flags(std::vector<std::string> &args);
 

@@ -37,6 +37,7 @@ int main(int argc, char **argv) {
     loom::tools::add_quantize_command(app, exit_code);
     loom::tools::add_chat_command(app, exit_code);
     loom::tools::add_bench_command(app, exit_code);
+    loom::tools::add_perplexity_command(app, exit_code);
 
     std::vector<std::string> args(argv, argv + argc);
     loom::tools::accept_llama_bench_flags(args);
