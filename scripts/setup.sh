@@ -16,7 +16,13 @@ packages=(
     pkg-config       # finds PCRE2
     libpcre2-dev     # Unicode-aware regexes for the BPE pre-tokenizers
     python3          # JSON checks in the command-line tools' tests
+    libcpp-httplib-dev  # HTTP for loom serve; its header also wants:
+    libssl-dev zlib1g-dev libbrotli-dev
+    curl             # loom serve's test talks to the server
 )
+# loom serve's test drives the server with the official openai npm client: Node and npm from
+# Debian where the machine has no Node of its own.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 # `setup.sh fuzz`: what `make fuzz-gguf` adds (libFuzzer comes with clang's runtime).
 if [ "${1:-}" = "fuzz" ]; then
     packages+=(clang libclang-rt-14-dev)
@@ -34,4 +40,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+# The openai client, installed next to the test that uses it (tests/serve/node_modules, ignored
+# by git), once.
+serve_tests="$(dirname "$0")/../tests/serve"
+if [ ! -d "$serve_tests/node_modules/openai" ]; then
+    echo "setup: installing the openai npm package into tests/serve"
+    npm install --prefix "$serve_tests" --no-audit --no-fund --silent
 fi

@@ -221,18 +221,6 @@ void run_bench(const BenchOptions &o, const BenchColumns &columns) {
 
 }  // namespace
 
-void accept_llama_bench_flags(std::vector<std::string> &args) {
-    // llama-bench's multi-letter flags with one dash, which CLI11 reads only with two.
-    static const std::pair<const char *, const char *> kAliases[] = {
-        {"-pg", "--pg"}, {"-ub", "--ubatch-size"}, {"-fa", "--flash-attn"}, {"-ctk", "--kv-type"}};
-    if (args.size() < 2 || args[1] != "bench") return;
-    for (std::string &arg : args) {
-        for (const auto &[from, to] : kAliases) {
-            if (arg == from) arg = to;
-        }
-    }
-}
-
 void add_bench_command(CLI::App &app, int &exit_code) {
     CLI::App *command =
         app.add_subcommand("bench", "measure prompt and generation speed, as llama-bench does");

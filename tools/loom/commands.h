@@ -20,7 +20,9 @@ void add_quantize_command(CLI::App &app, int &exit_code);
 void add_chat_command(CLI::App &app, int &exit_code);
 void add_bench_command(CLI::App &app, int &exit_code);
 void add_perplexity_command(CLI::App &app, int &exit_code);
-// Rewrites llama-bench's one-dash flags (-pg, -ub, -fa, -ctk) of a `loom bench` command line.
-void accept_llama_bench_flags(std::vector<std::string> &args);
+void add_serve_command(CLI::App &app, int &exit_code);
+// Rewrites llama.cpp's one-dash multi-letter flags (llama-bench's -pg, -ub, -fa, -ctk,
+// llama-server's -np) in a command line of the matching subcommand.
+void accept_llama_cpp_flags(std::vector<std::string> &args);
 
 }  // namespace loom::tools

@@ -38,9 +38,10 @@ int main(int argc, char **argv) {
     loom::tools::add_chat_command(app, exit_code);
     loom::tools::add_bench_command(app, exit_code);
     loom::tools::add_perplexity_command(app, exit_code);
+    loom::tools::add_serve_command(app, exit_code);
 
     std::vector<std::string> args(argv, argv + argc);
-    loom::tools::accept_llama_bench_flags(args);
+    loom::tools::accept_llama_cpp_flags(args);
     args.erase(args.begin());                // CLI11 takes the arguments without the program
     std::reverse(args.begin(), args.end());  // name, in reverse order
     try {

@@ -1,0 +1,247 @@
+// `loom chat -m MODEL [--chat-template NAME] [--system-prompt TEXT] [-n N] [sampling options]`:
+// a conversation in the terminal. Each line read from stdin is a user message; the answer is
+// streamed to stdout. The prompt is the whole conversation rendered with the model's chat
+// template (engine/chat), and only the tokens past what the KV cache already holds are decoded.
+// Ctrl-C stops the current answer, Ctrl-D (end of input) quits, /reset clears the conversation.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/chat/chat_template.h"
+#include "engine/chat/prompt_cache.h"
+#include "engine/context/context.h"
+#include "engine/model/model.h"
+#include "engine/sampling/sampler.h"
+#include "loom/error.h"
+#include "tools/loom/commands.h"
+#include "tools/loom/model_options.h"
+
+namespace loom::tools {
+
+namespace {
+
+struct ChatOptions {
+    ModelOptions model;
+    std::string chat_template;  // a family name; empty: detect from the GGUF
+    std::string system_prompt;
+    int32_t n_predict = -1;   // per answer; < 0: until end of generation or a full context
+    int64_t ctx_size = 4096;  // 0: the model's training context
+    bool no_repack = false;
+    engine::SamplingParams sampling;
+};
+
+// Ctrl-C sets `interrupted` while an answer is being generated; at the prompt it only reminds
+// how to quit. Both flags are sig_atomic_t: the only type a handler may write portably.
+volatile std::sig_atomic_t generating = 0;
+volatile std::sig_atomic_t interrupted = 0;
+
+void on_interrupt(int) {
+    if (generating) {
+        interrupted = 1;
+    } else {
+        constexpr char kHint[] = "\n(Ctrl-D quits)\n";
+        [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kHint, sizeof(kHint) - 1);
+    }
+}
+
+// Installs on_interrupt for SIGINT for its lifetime. SA_RESTART: a read of stdin interrupted by
+// Ctrl-C resumes instead of failing, so Ctrl-C at the prompt does not end the conversation.
+class InterruptHandler {
+  public:
+    InterruptHandler() {
+        struct sigaction action = {};
+        action.sa_handler = on_interrupt;
+        action.sa_flags = SA_RESTART;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGINT, &action, &previous_);
+    }
+    ~InterruptHandler() { sigaction(SIGINT, &previous_, nullptr); }
+    InterruptHandler(const InterruptHandler &) = delete;
+    InterruptHandler &operator=(const InterruptHandler &) = delete;
+
+  private:
+    struct sigaction previous_ = {};
+};
+
+// The family from --chat-template, else from the GGUF's tokenizer.chat_template.
+engine::ChatFamily chat_family(const ChatOptions &options, const gguf::Metadata &metadata) {
+    const engine::ChatFamilyChoice choice =
+        engine::choose_chat_family(metadata, options.chat_template);
+    if (!choice.family) fail("chat", "{}", choice.problem);
+    return *choice.family;
+}
+
+int64_t context_size(const ChatOptions &options, int64_t n_ctx_train) {
+    if (options.ctx_size == 0) return n_ctx_train;
+    if (n_ctx_train <= 0) return options.ctx_size;
+    return std::min(options.ctx_size, n_ctx_train);
+}
+
+void print_piece(const std::string &piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+}
+
+class ChatSession {
+  public:
+    ChatSession(const ChatOptions &options, const engine::Model &model, engine::ChatFamily family,
+                engine::Context &ctx)
+        : options_(options),
+          vocab_(model.vocab()),
+          family_(family),
+          ctx_(ctx),
+          cache_(ctx),
+          sampler_(options.sampling) {
+        reset();
+    }
+
+    void reset() {
+        messages_.clear();
+        if (!options_.system_prompt.empty()) {
+            messages_.push_back({"system", options_.system_prompt});
+        }
+        cache_.clear();
+        sampler_.reset();
+    }
+
+    // Answers one user message, streaming the answer to stdout.
+    void answer(const std::string &user_message) {
+        messages_.push_back({"user", user_message});
+        // BOS per the vocabulary (the rendered text never holds it); "<|im_start|>"-like text is
+        // the special token.
+        const std::vector<int32_t> prompt =
+            vocab_.tokenize(engine::render_chat(family_, messages_, true), true, true);
+        if (int64_t(prompt.size()) > ctx_.options().n_ctx) {
+            fmt::print(stderr,
+                       "loom chat: the conversation ({} tokens) no longer fits the context of {} "
+                       "tokens; /reset starts a new one (or raise --ctx-size)\n",
+                       prompt.size(), ctx_.options().n_ctx);
+            messages_.pop_back();
+            return;
+        }
+        // From here Ctrl-C stops the answer, also while the prompt is decoded.
+        interrupted = 0;
+        generating = 1;
+        const int64_t n_decoded = cache_.assign(prompt);
+        for (size_t i = prompt.size() - size_t(n_decoded); i < prompt.size(); ++i) {
+            sampler_.accept(prompt[i]);
+        }
+        messages_.push_back({"assistant", generate()});
+        generating = 0;
+        print_piece("\n");
+    }
+
+    uint64_t seed() const { return sampler_.seed(); }
+
+  private:
+    // Samples until end of generation, -n tokens, Ctrl-C or a full context; returns the text.
+    std::string generate() {
+        std::string text;
+        for (int32_t i = 0; options_.n_predict < 0 || i < options_.n_predict; ++i) {
+            if (interrupted) break;
+            const int32_t token = sampler_.sample(ctx_.logits(0));
+            sampler_.accept(token);
+            if (vocab_.is_eog(token)) break;
+            const std::string piece = vocab_.token_to_piece(token, false);
+            print_piece(piece);
+            text += piece;
+            if (i + 1 == options_.n_predict) break;  // the last token needs no decode
+            if (!cache_.fits(1)) {
+                fmt::print(stderr,
+                           "\nloom chat: the context is full ({} tokens); /reset starts "
+                           "a new conversation\n",
+                           cache_.size());
+                break;
+            }
+            cache_.append(token);
+        }
+        return text;
+    }
+
+    const ChatOptions &options_;
+    const engine::Vocab &vocab_;
+    engine::ChatFamily family_;
+    engine::Context &ctx_;
+    engine::PromptCache cache_;
+    engine::Sampler sampler_;
+    std::vector<engine::ChatMessage> messages_;
+};
+
+void run_chat(const ChatOptions &options) {
+    const auto model = engine::Model::load(options.model.path, {.repack = !options.no_repack});
+    const engine::ChatFamily family = chat_family(options, model->file().metadata());
+    engine::ContextOptions context = context_options(options.model);
+    context.n_ctx = context_size(options, model->hparams().n_ctx_train);
+    engine::Context ctx(*model, context);
+    ChatSession session(options, *model, family, ctx);
+    const bool interactive = isatty(STDIN_FILENO);
+    fmt::print(stderr,
+               "loom chat: template {}, context {} tokens. Ctrl-C stops an answer, Ctrl-D quits, "
+               "/reset clears the conversation.\n",
+               engine::chat_family_name(family), context.n_ctx);
+    if (options.sampling.temperature > 0) {
+        fmt::print(stderr, "loom chat: sampler seed {}\n", session.seed());
+    }
+
+    const InterruptHandler handler;
+    std::string line;
+    while (true) {
+        if (interactive) print_piece("> ");
+        if (!std::getline(std::cin, line)) break;
+        if (line == "/reset") {
+            session.reset();
+            fmt::print(stderr, "loom chat: conversation cleared\n");
+        } else if (!line.empty()) {
+            session.answer(line);
+        }
+    }
+    if (interactive) print_piece("\n");
+}
+
+}  // namespace
+
+void add_chat_command(CLI::App &app, int &exit_code) {
+    CLI::App *command = app.add_subcommand("chat", "chat with a model in the terminal");
+    auto options = std::make_shared<ChatOptions>();
+    engine::SamplingParams &sampling = options->sampling;
+    add_model_options(*command, options->model, "f16");
+    command->add_option("--chat-template", options->chat_template,
+                        "the chat template's family (default: detected from the model): " +
+                            engine::chat_family_names());
+    command->add_option("--system-prompt", options->system_prompt,
+                        "a system message that opens the conversation");
+    command
+        ->add_option("-n,--n-predict", options->n_predict,
+                     "most tokens per answer (-1: until end of generation or a full context)")
+        ->capture_default_str();
+    command
+        ->add_option("-c,--ctx-size", options->ctx_size,
+                     "context size in tokens, the whole conversation (0: the model's training "
+                     "context)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    command->add_option("--temp", sampling.temperature, "temperature (0: greedy)")
+        ->capture_default_str();
+    command->add_option("--top-k", sampling.top_k, "top-k (0: off)")->capture_default_str();
+    command->add_option("--top-p", sampling.top_p, "top-p (1: off)")->capture_default_str();
+    command->add_option("--min-p", sampling.min_p, "min-p (0: off)")->capture_default_str();
+    command->add_option("--repeat-penalty", sampling.repeat_penalty, "repeat penalty (1: off)")
+        ->capture_default_str();
+    command->add_option("--seed", sampling.seed, "seed of the draws (default: random)");
+    command->add_flag("--no-repack", options->no_repack,
+                      "keep block-format weights in the file's layout");
+    command->callback([options, &exit_code] {
+        run_chat(*options);
+        exit_code = 0;
+    });
+}
+
+}  // namespace loom::tools
