@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# loom serve end to end: tests/serve/openai_test.mjs against a server on stories260K with 4 slots
+# of 512 cells, then --api-key, and SIGINT stopping the server with exit code 0.
+# Usage: check_server.sh LOOM_BINARY REPO_ROOT
+set -euo pipefail
+loom="$1"
+root="$2"
+model="$root/../shared/models/stories260K.gguf"
+[ -f "$model" ] || { echo "missing $model (../shared beside the repository)"; exit 1; }
+[ -d "$root/tests/serve/node_modules/openai" ] ||
+    { echo "missing the openai npm package: run scripts/setup.sh"; exit 1; }
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+
+# start_server ARGS...: a server on a free port; sets pid and url once /health answers 200.
+start_server() {
+    "$loom" serve -m "$model" --port 0 "$@" 2>"$tmp/server.log" &
+    pid=$!
+    for _ in $(seq 100); do
+        port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/server.log")
+        if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
+            url="http://127.0.0.1:$port"
+            return
+        fi
+        sleep 0.1
+    done
+    fail "the server did not start: $(cat "$tmp/server.log")"
+}
+
+# stop_server: SIGINT, then the exit code must be 0 within 2 s.
+stop_server() {
+    kill -INT "$pid"
+    for _ in $(seq 20); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && fail "the server still runs 2 s after SIGINT"
+    wait "$pid" || fail "exit code $? after SIGINT: $(cat "$tmp/server.log")"
+    pid=""
+}
+
+start_server --parallel 4 --ctx-size 2048 --chat-template chatml --threads 2
+node "$root/tests/serve/openai_test.mjs" "$loom" "$model" "$url" || fail "openai client tests"
+stop_server
+
+start_server --parallel 1 --ctx-size 256 --api-key sesame
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' -d '{"prompt": "a"}' "$url/v1/completions")
+[ "$code" = 401 ] && grep -q '"type":"authentication_error"' "$tmp/body" || fail "no key: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong' "$url/v1/models")
+[ "$code" = 401 ] || fail "wrong key: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sesame' "$url/v1/models")
+[ "$code" = 200 ] || fail "right key: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$url/health")
+[ "$code" = 200 ] || fail "health without a key: $code"
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' -H 'Authorization: Bearer sesame' \
+    -d '{"messages": [{"role": "user", "content": "hi"}]}' "$url/v1/chat/completions")
+[ "$code" = 400 ] && grep -q 'no chat template' "$tmp/body" || fail "chat without template: $code"
+stop_server
+echo "loom serve: openai client, concurrency, disconnects, errors, api key and SIGINT as expected"

@@ -1,0 +1,166 @@
+// loom serve through the official openai client: completions and chat, streamed and not, equal
+// to `loom run`'s greedy output; 8 concurrent clients on 4 slots answered as if alone; a client
+// that leaves mid-stream frees its slot; errors in OpenAI's shape.
+// Usage: node openai_test.mjs LOOM MODEL BASE_URL   (a server on MODEL already at BASE_URL)
+import { execFileSync } from "node:child_process";
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+
+const [loom, modelPath, baseURL] = process.argv.slice(2);
+const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "unused", maxRetries: 0 });
+const model = "stories260K.gguf";
+
+// `loom run`'s greedy continuation of `prompt`: its output less the echoed prompt.
+function loomRun(prompt, n) {
+  const run = (k) =>
+    execFileSync(loom, ["run", "-m", modelPath, "-p", prompt, "-n", String(k), "--temp", "0",
+                        "-c", "512"], { stdio: ["ignore", "pipe", "ignore"] }).toString();
+  const echo = run(0).replace(/\n$/, "");
+  const full = run(n).replace(/\n$/, "");
+  assert.ok(full.startsWith(echo), "loom run echoes its prompt");
+  return full.slice(echo.length);
+}
+
+async function completionText(prompt, n, stream) {
+  const params = { model, prompt, max_tokens: n, temperature: 0 };
+  if (!stream) return (await client.completions.create(params)).choices[0].text;
+  let text = "";
+  let finish = null;
+  for await (const chunk of await client.completions.create({ ...params, stream: true })) {
+    text += chunk.choices[0].text;
+    finish = chunk.choices[0].finish_reason ?? finish;
+  }
+  assert.equal(finish, "length");
+  return text;
+}
+
+async function metric(name) {
+  const text = await (await fetch(`${baseURL}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`loom_${name} `));
+  return Number(line.split(" ")[1]);
+}
+
+async function check(name, fn) {
+  try {
+    await fn();
+    console.log(`ok: ${name}`);
+  } catch (e) {
+    console.log(`FAIL: ${name}\n${e.stack}`);
+    process.exitCode = 1;
+  }
+}
+
+await check("models", async () => {
+  const list = await client.models.list();
+  assert.equal(list.data[0].id, model);
+});
+
+await check("completions equal loom run, streamed or not", async () => {
+  const want = loomRun("Once upon a time", 24);
+  assert.ok(want.length > 20, want);
+  assert.equal(await completionText("Once upon a time", 24, false), want);
+  assert.equal(await completionText("Once upon a time", 24, true), want);
+  const full = await client.completions.create({ model, prompt: "The cat", max_tokens: 5,
+                                                 temperature: 0 });
+  assert.equal(full.object, "text_completion");
+  assert.equal(full.usage.completion_tokens, 5);
+  assert.equal(full.usage.total_tokens, full.usage.prompt_tokens + 5);
+});
+
+await check("chat equals loom run on the rendered prompt, streamed or not", async () => {
+  const messages = [{ role: "system", content: "You tell stories." },
+                    { role: "user", content: "Tell me about a cat." }];
+  const rendered = "<|im_start|>system\nYou tell stories.<|im_end|>\n" +
+                   "<|im_start|>user\nTell me about a cat.<|im_end|>\n<|im_start|>assistant\n";
+  const want = loomRun(rendered, 16);
+  const answer = await client.chat.completions.create({ model, messages, max_tokens: 16,
+                                                        temperature: 0 });
+  assert.equal(answer.object, "chat.completion");
+  assert.equal(answer.choices[0].message.role, "assistant");
+  assert.equal(answer.choices[0].message.content, want);
+  let streamed = "";
+  let role = null;
+  for await (const chunk of await client.chat.completions.create(
+      { model, messages, max_tokens: 16, temperature: 0, stream: true })) {
+    role = chunk.choices[0].delta.role ?? role;
+    streamed += chunk.choices[0].delta.content ?? "";
+  }
+  assert.equal(role, "assistant");
+  assert.equal(streamed, want);
+});
+
+await check("logprobs", async () => {
+  const answer = await client.chat.completions.create({
+    model, messages: [{ role: "user", content: "Hi" }], max_tokens: 4, temperature: 0,
+    logprobs: true, top_logprobs: 3 });
+  const content = answer.choices[0].logprobs.content;
+  assert.equal(content.length, 4);
+  for (const t of content) {
+    assert.equal(t.top_logprobs.length, 3);
+    assert.ok(t.logprob <= 0);
+    assert.equal(t.top_logprobs[0].logprob, t.logprob);  // greedy takes the most likely
+  }
+});
+
+await check("8 concurrent clients on 4 slots answer as if alone", async () => {
+  const prompts = ["Once upon a time", "The cat", "Lily and Tom", "One day, a big dog",
+                   "The sun was", "Sara had a", "In the park", "A little bird"];
+  const alone = [];
+  for (const p of prompts) alone.push(await completionText(p, 32, false));
+  const together = await Promise.all(prompts.map((p, i) => completionText(p, 32, i % 2 === 1)));
+  assert.deepEqual(together, alone);
+});
+
+await check("a client leaving mid-stream frees its slot", async () => {
+  const before = await metric("tokens_predicted_total");
+  const abort = new AbortController();
+  const response = await fetch(`${baseURL}/v1/completions`, {
+    method: "POST", signal: abort.signal, headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ prompt: "Once upon a time", max_tokens: 400, temperature: 0,
+                           stream: true }) });
+  const reader = response.body.getReader();
+  await reader.read();
+  abort.abort();
+  let processing = 1;
+  for (let i = 0; i < 40 && processing > 0; ++i) {
+    await new Promise((r) => setTimeout(r, 50));
+    processing = await metric("requests_processing");
+  }
+  assert.equal(processing, 0, "the slot is still busy");
+  const generated = (await metric("tokens_predicted_total")) - before;
+  assert.ok(generated < 400, `the cancelled request ran to its end (${generated} tokens)`);
+  assert.equal((await completionText("The cat", 4, false)).length > 0, true);
+});
+
+async function status(path, init) {
+  const r = await fetch(`${baseURL}${path}`, init);
+  const body = await r.text();
+  return { code: r.status, body: body ? JSON.parse(body) : null };
+}
+const post = (body) => ({ method: "POST", headers: { "Content-Type": "application/json" },
+                          body });
+
+await check("errors are 4xx in OpenAI's shape and the server lives on", async () => {
+  let r = await status("/v1/completions", post("{not json"));
+  assert.equal(r.code, 400);
+  assert.match(r.body.error.message, /not valid JSON/);
+  r = await status("/v1/completions", post(JSON.stringify({ prompt: "a", temperature: "x" })));
+  assert.equal(r.code, 400);
+  assert.equal(r.body.error.param, "temperature");
+  r = await status("/v1/completions", post(JSON.stringify({ prompt: "a ".repeat(600) })));
+  assert.equal(r.code, 400);
+  assert.match(r.body.error.message, /the prompt has \d+ tokens; a slot holds 512/);
+  r = await status("/no/such/route");
+  assert.equal(r.code, 404);
+  assert.equal(r.body.error.type, "not_found_error");
+  r = await status("/v1/completions", post(JSON.stringify({ prompt: "x".repeat(2 << 20) })));
+  assert.equal(r.code, 413);
+  r = await status("/detokenize", post(JSON.stringify({ tokens: [1, 99999] })));
+  assert.equal(r.code, 400);
+  const tokens = (await status("/tokenize", post(JSON.stringify({ content: "Once upon" })))).body;
+  assert.deepEqual(tokens.tokens, [403, 407]);
+  const text = (await status("/detokenize", post(JSON.stringify({ tokens: [403, 407] })))).body;
+  assert.equal(text.content, "Once upon");
+  assert.equal((await status("/health")).code, 200);
+  assert.equal(await metric("requests_processing"), 0);
+});

@@ -1,0 +1,104 @@
+// parse_completion_request: OpenAI bodies into jobs, and a 400 naming the field for bad ones.
+#include <gtest/gtest.h>
+
+#include "tools/loom/serve/request.h"
+
+namespace loom::serve {
+namespace {
+
+using json = nlohmann::json;
+
+// The RequestError a body raises: its status and param.
+std::pair<int, std::string> error_of(const json &body, bool chat = false) {
+    try {
+        parse_completion_request(body, chat);
+    } catch (const RequestError &e) {
+        return {e.status(), e.param()};
+    }
+    return {0, ""};
+}
+
+TEST(CompletionRequest, ReadsTheSamplingFields) {
+    const auto r = parse_completion_request(json::parse(R"({
+        "model": "x", "prompt": "Once", "temperature": 0, "top_p": 0.5, "top_k": 7,
+        "min_p": 0.1, "max_tokens": 12, "stop": ["a", "b"], "seed": 42, "stream": true,
+        "presence_penalty": 0.5, "frequency_penalty": -0.5, "logprobs": 3, "user": "ignored"})"),
+                                            false);
+    EXPECT_EQ(r.prompt, "Once");
+    EXPECT_EQ(r.sampling.temperature, 0.0f);
+    EXPECT_EQ(r.sampling.top_p, 0.5f);
+    EXPECT_EQ(r.sampling.top_k, 7);
+    EXPECT_FLOAT_EQ(r.sampling.min_p, 0.1f);
+    EXPECT_EQ(r.sampling.seed, 42u);
+    EXPECT_EQ(r.sampling.presence_penalty, 0.5f);
+    EXPECT_EQ(r.sampling.frequency_penalty, -0.5f);
+    EXPECT_EQ(r.max_tokens, 12);
+    EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));
+    EXPECT_TRUE(r.stream);
+    EXPECT_TRUE(r.logprobs);
+    EXPECT_EQ(r.top_logprobs, 3);
+}
+
+TEST(CompletionRequest, ReadsChatMessages) {
+    const auto r = parse_completion_request(json::parse(R"({
+        "messages": [{"role": "system", "content": "Be brief."},
+                     {"role": "user", "content": [{"type": "text", "text": "Hi"},
+                                                  {"type": "text", "text": " there"}]}],
+        "logprobs": true, "top_logprobs": 2, "max_completion_tokens": 5, "stop": "x"})"),
+                                            true);
+    ASSERT_EQ(r.messages.size(), 2u);
+    EXPECT_EQ(r.messages[0].role, "system");
+    EXPECT_EQ(r.messages[1].content, "Hi there");
+    EXPECT_TRUE(r.logprobs);
+    EXPECT_EQ(r.top_logprobs, 2);
+    EXPECT_EQ(r.max_tokens, 5);
+    EXPECT_EQ(r.stop, (std::vector<std::string>{"x"}));
+}
+
+TEST(CompletionRequest, NamesTheFieldAtFault) {
+    const std::pair<int, std::string> none{0, ""};
+    EXPECT_EQ(error_of(json::array()), std::make_pair(400, std::string()));
+    EXPECT_EQ(error_of(json::object()), std::make_pair(400, std::string("prompt")));
+    EXPECT_EQ(error_of({{"prompt", 3}}), std::make_pair(400, std::string("prompt")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"temperature", "hot"}}),
+              std::make_pair(400, std::string("temperature")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"temperature", 3.5}}),
+              std::make_pair(400, std::string("temperature")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"max_tokens", 0}}),
+              std::make_pair(400, std::string("max_tokens")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"max_tokens", 1.5}}),
+              std::make_pair(400, std::string("max_tokens")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"top_k", -1}}),
+              std::make_pair(400, std::string("top_k")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"stop", {1}}}), std::make_pair(400, std::string("stop")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"stop", {"1", "2", "3", "4", "5"}}}),
+              std::make_pair(400, std::string("stop")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"n", 2}}), std::make_pair(400, std::string("n")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"stream", "yes"}}),
+              std::make_pair(400, std::string("stream")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"logprobs", 9}}),
+              std::make_pair(400, std::string("logprobs")));
+    EXPECT_EQ(error_of({{"messages", json::array()}}, true),
+              std::make_pair(400, std::string("messages")));
+    EXPECT_EQ(error_of({{"messages", {{{"role", "robot"}, {"content", "x"}}}}}, true),
+              std::make_pair(400, std::string("messages[0].role")));
+    EXPECT_EQ(error_of({{"messages", {{{"role", "user"}}}}}, true),
+              std::make_pair(400, std::string("messages[0].content")));
+    EXPECT_EQ(
+        error_of({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"top_logprobs", 2}}, true),
+        std::make_pair(400, std::string("top_logprobs")));
+    EXPECT_EQ(error_of({{"prompt", "fine"}, {"temperature", nullptr}}), none);
+}
+
+TEST(JsonBody, MalformedJsonIsA400) {
+    try {
+        parse_json_body("{\"prompt\": ");
+        FAIL();
+    } catch (const RequestError &e) {
+        EXPECT_EQ(e.status(), 400);
+        EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos);
+    }
+}
+
+}  // namespace
+}  // namespace loom::serve

@@ -1,0 +1,131 @@
+// The scheduler on stories260K: greedy answers do not depend on what else is running, a
+// cancelled job frees its slot, the queue has a limit, and the ends are reported right.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tools/loom/serve/scheduler.h"
+
+namespace loom::serve {
+namespace {
+
+const engine::Model &stories() {
+    static const auto model = [] {
+        const auto path = std::filesystem::path(LOOM_SOURCE_DIR).parent_path() / "shared" /
+                          "models" / "stories260K.gguf";
+        if (!std::filesystem::exists(path)) {
+            ADD_FAILURE() << "missing " << path << " (../shared beside the repository)";
+        }
+        return engine::Model::load(path.string());
+    }();
+    return *model;
+}
+
+Job greedy_job(const std::string &prompt, int32_t max_tokens) {
+    engine::SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    return {.prompt = stories().vocab().tokenize(prompt, true, true),
+            .sampling = greedy,
+            .max_tokens = max_tokens};
+}
+
+struct Result {
+    std::string text, finish_reason, error;
+    int64_t n_generated = 0;
+};
+
+Result wait(Task &task) {
+    Result r;
+    for (Event e; !e.done;) {
+        if (!task.next(e, std::chrono::seconds(30))) {
+            ADD_FAILURE() << "no event for 30 s";
+            break;
+        }
+        r.text += e.text;
+        if (e.done) {
+            r.finish_reason = e.finish_reason;
+            r.error = e.error;
+            r.n_generated = e.n_generated;
+        }
+    }
+    return r;
+}
+
+const std::vector<std::string> kPrompts = {"Once upon a time",   "The cat",      "Lily and Tom",
+                                           "One day, a big dog", "The sun was",  "Sara had a",
+                                           "In the park",        "A little bird"};
+
+TEST(Scheduler, AnswersDoNotDependOnTheOtherSlots) {
+    std::vector<std::string> alone;
+    {
+        Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 256});
+        for (const auto &p : kPrompts) alone.push_back(wait(*s.submit(greedy_job(p, 24))).text);
+    }
+    Scheduler s(stories(), {.n_parallel = 4, .n_ctx = 1024, .n_batch = 16});
+    std::vector<std::shared_ptr<Task>> tasks;
+    for (const auto &p : kPrompts) tasks.push_back(s.submit(greedy_job(p, 24)));
+    for (size_t i = 0; i < tasks.size(); ++i) {
+        ASSERT_NE(tasks[i], nullptr);
+        const Result r = wait(*tasks[i]);
+        EXPECT_EQ(r.text, alone[i]) << kPrompts[i];
+        EXPECT_EQ(r.finish_reason, "length");
+        EXPECT_EQ(r.n_generated, 24);
+    }
+    const SchedulerMetrics m = s.metrics();
+    EXPECT_EQ(m.requests_total, 8);
+    EXPECT_EQ(m.kv_cells_used, 0);  // every sequence left the cache
+}
+
+TEST(Scheduler, CancelledJobFreesItsSlot) {
+    Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 512});
+    auto long_job = s.submit(greedy_job("Once upon a time", 400));
+    Event first;
+    ASSERT_TRUE(long_job->next(first, std::chrono::seconds(30)));
+    long_job->cancel();
+    const Result r = wait(*long_job);
+    EXPECT_EQ(r.error, "cancelled");
+    EXPECT_LT(r.n_generated, 400);
+    // The one slot serves the next job.
+    const Result next = wait(*s.submit(greedy_job("The cat", 4)));
+    EXPECT_EQ(next.n_generated, 4);
+    EXPECT_EQ(s.metrics().requests_processing, 0);
+}
+
+TEST(Scheduler, RefusesOverTheQueueLimit) {
+    Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 512, .max_queue = 1});
+    std::vector<std::shared_ptr<Task>> accepted;
+    int refused = 0;
+    for (int i = 0; i < 6; ++i) {
+        auto t = s.submit(greedy_job("Once upon a time", 200));
+        if (t == nullptr) {
+            ++refused;
+        } else {
+            accepted.push_back(t);
+        }
+    }
+    EXPECT_GE(refused, 3);  // one running, one queued, maybe one just started
+    for (auto &t : accepted) t->cancel();
+    for (auto &t : accepted) wait(*t);
+}
+
+TEST(Scheduler, StopStringEndsTheAnswerBeforeIt) {
+    Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 256});
+    const std::string full = wait(*s.submit(greedy_job("Once upon a time", 16))).text;
+    const size_t cut = full.find(" was");
+    ASSERT_NE(cut, std::string::npos) << full;
+    Job job = greedy_job("Once upon a time", 16);
+    job.stop = {" was"};
+    const Result r = wait(*s.submit(std::move(job)));
+    EXPECT_EQ(r.text, full.substr(0, cut));
+    EXPECT_EQ(r.finish_reason, "stop");
+}
+
+TEST(Scheduler, ContextEndIsALengthFinish) {
+    Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 16});
+    const Result r = wait(*s.submit(greedy_job("Once upon a time", -1)));
+    EXPECT_EQ(r.finish_reason, "length");
+    EXPECT_GT(r.n_generated, 0);
+}
+
+}  // namespace
+}  // namespace loom::serve

@@ -1,0 +1,285 @@
+#include "tools/loom/serve/http_server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "engine/model/model.h"
+#include "loom/error.h"
+#include "tools/loom/serve/chat_prompt.h"
+#include "tools/loom/serve/metrics.h"
+#include "tools/loom/serve/request.h"
+#include "tools/loom/serve/responses.h"
+#include "tools/loom/serve/scheduler.h"
+
+namespace loom::serve {
+namespace {
+
+using json = nlohmann::json;
+
+void send_json(httplib::Response &res, int status, const json &body) {
+    res.status = status;
+    res.set_content(body.dump(), "application/json");
+}
+
+void send_error(httplib::Response &res, int status, const std::string &message,
+                const std::string &param = {}) {
+    send_json(res, status, error_json(status, message, param));
+}
+
+std::string random_id(const char *prefix) {
+    static std::atomic<uint64_t> counter{0};
+    std::random_device rd;
+    return fmt::format("{}-{:x}{:x}", prefix, rd(), counter++);
+}
+
+int64_t unix_time() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// How long a streamed request waits for its next event before checking the client is still there.
+constexpr auto kPoll = std::chrono::milliseconds(100);
+
+}  // namespace
+
+struct HttpServer::Impl {
+    ServeOptions options;
+    httplib::Server http;
+    std::atomic<bool> ready{false};
+    std::unique_ptr<engine::Model> model;
+    std::unique_ptr<Scheduler> scheduler;
+    std::string model_name;
+    engine::ChatFamilyChoice chat;  // the chat template, or why there is none
+
+    explicit Impl(ServeOptions o) : options(std::move(o)) {}
+
+    void routes();
+    bool authorized(const httplib::Request &req) const;
+    void completions(const httplib::Request &req, httplib::Response &res, bool chat);
+    void tokenize(const httplib::Request &req, httplib::Response &res);
+    void detokenize(const httplib::Request &req, httplib::Response &res);
+};
+
+bool HttpServer::Impl::authorized(const httplib::Request &req) const {
+    if (options.api_key.empty()) return true;
+    return req.get_header_value("Authorization") == "Bearer " + options.api_key;
+}
+
+void HttpServer::Impl::routes() {
+    const size_t n_workers = size_t(options.n_parallel + options.max_queue + 4);
+    http.new_task_queue = [n_workers] { return new httplib::ThreadPool(n_workers); };
+    http.set_payload_max_length(options.max_body_bytes);
+    http.set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
+        if (req.path == "/health" || authorized(req))
+            return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, 401, "a valid API key is required (Authorization: Bearer KEY)");
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    http.set_error_handler([](const httplib::Request &req, httplib::Response &res) {
+        if (!res.body.empty()) return;
+        if (res.status == 404) {
+            send_error(res, 404, fmt::format("no route {} {}", req.method, req.path));
+        } else if (res.status == 413) {
+            send_error(res, 413, "the request body is over the size limit");
+        } else {
+            send_error(res, res.status, fmt::format("HTTP {}", res.status));
+        }
+    });
+    http.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
+        if (!ready) return send_json(res, 503, {{"status", "loading model"}});
+        send_json(res, 200, {{"status", "ok"}});
+    });
+    auto when_ready = [this](auto handler) {
+        return [this, handler](const httplib::Request &req, httplib::Response &res) {
+            if (!ready) return send_error(res, 503, "the model is still loading");
+            try {
+                handler(req, res);
+            } catch (const RequestError &e) {
+                send_error(res, e.status(), e.what(), e.param());
+            } catch (const Error &e) {
+                send_error(res, 400, e.what());
+            }
+        };
+    };
+    http.Get("/v1/models", when_ready([this](const httplib::Request &, httplib::Response &res) {
+                 send_json(res, 200,
+                           {{"object", "list"},
+                            {"data", json::array({{{"id", model_name},
+                                                   {"object", "model"},
+                                                   {"created", unix_time()},
+                                                   {"owned_by", "loom"}}})}});
+             }));
+    http.Post("/v1/completions",
+              when_ready([this](const auto &req, auto &res) { completions(req, res, false); }));
+    http.Post("/v1/chat/completions",
+              when_ready([this](const auto &req, auto &res) { completions(req, res, true); }));
+    http.Post("/tokenize", when_ready([this](const auto &req, auto &res) { tokenize(req, res); }));
+    http.Post("/detokenize",
+              when_ready([this](const auto &req, auto &res) { detokenize(req, res); }));
+    http.Get("/metrics", when_ready([this](const httplib::Request &, httplib::Response &res) {
+                 res.set_content(prometheus_metrics(scheduler->metrics()),
+                                 "text/plain; version=0.0.4");
+             }));
+}
+
+void HttpServer::Impl::tokenize(const httplib::Request &req, httplib::Response &res) {
+    const json body = parse_json_body(req.body);
+    if (!body.is_object() || !body.contains("content") || !body["content"].is_string()) {
+        throw RequestError(400, "content", "'content' must be a string");
+    }
+    const bool add_special = body.value("add_special", false);
+    const bool parse_special = body.value("parse_special", true);
+    send_json(res, 200,
+              {{"tokens", model->vocab().tokenize(body["content"].get<std::string>(), add_special,
+                                                  parse_special)}});
+}
+
+void HttpServer::Impl::detokenize(const httplib::Request &req, httplib::Response &res) {
+    const json body = parse_json_body(req.body);
+    if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array()) {
+        throw RequestError(400, "tokens", "'tokens' must be an array of token ids");
+    }
+    std::vector<int32_t> ids;
+    const int64_t n_vocab = model->hparams().n_vocab;
+    for (const auto &t : body["tokens"]) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab) {
+            throw RequestError(400, "tokens",
+                               fmt::format("'tokens' must hold ids in 0..{}", n_vocab - 1));
+        }
+        ids.push_back(t.get<int32_t>());
+    }
+    send_json(res, 200, {{"content", model->vocab().detokenize(ids, false)}});
+}
+
+void HttpServer::Impl::completions(const httplib::Request &req, httplib::Response &res, bool chat) {
+    const CompletionRequest request = parse_completion_request(parse_json_body(req.body), chat);
+    if (chat && !this->chat.family) throw RequestError(400, "messages", this->chat.problem);
+    Job job{.prompt = chat ? chat_prompt_tokens(*model, *this->chat.family, request.messages)
+                           : model->vocab().tokenize(request.prompt, true, true),
+            .sampling = request.sampling,
+            .max_tokens = request.max_tokens,
+            .stop = request.stop,
+            .top_logprobs = request.logprobs ? request.top_logprobs : -1};
+    if (job.prompt.empty()) throw RequestError(400, "prompt", "the prompt has no tokens");
+    if (int64_t(job.prompt.size()) >= scheduler->slot_context()) {
+        throw RequestError(400, chat ? "messages" : "prompt",
+                           fmt::format("the prompt has {} tokens; a slot holds {} (--ctx-size {} "
+                                       "over --parallel {}), and at least one must be left to "
+                                       "generate",
+                                       job.prompt.size(), scheduler->slot_context(), options.n_ctx,
+                                       options.n_parallel));
+    }
+    const std::shared_ptr<Task> task = scheduler->submit(std::move(job));
+    if (task == nullptr) {
+        res.set_header("Retry-After", "1");
+        return send_error(res, 503, "every slot is busy and the queue is full; retry later");
+    }
+    auto completion =
+        std::make_shared<Completion>(Completion{.id = random_id(chat ? "chatcmpl" : "cmpl"),
+                                                .created = unix_time(),
+                                                .model = model_name,
+                                                .chat = chat,
+                                                .logprobs = request.logprobs});
+    if (!request.stream) {
+        for (Event e; !e.done;) {
+            if (!task->next(e, kPoll)) continue;
+            if (!e.error.empty()) return send_error(res, 500, e.error);
+            completion->text += e.text;
+            completion->chosen.insert(completion->chosen.end(), e.chosen.begin(), e.chosen.end());
+            completion->top.insert(completion->top.end(), e.top.begin(), e.top.end());
+            if (e.done) {
+                completion->finish_reason = e.finish_reason;
+                completion->n_prompt = e.n_prompt;
+                completion->n_generated = e.n_generated;
+            }
+        }
+        return send_json(res, 200, completion_json(*completion, model->vocab()));
+    }
+    // Server-sent events, one per event of the task, then [DONE]. A failed write means the
+    // client went away: the task is cancelled and its slot freed at the next step.
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, task, completion](size_t, httplib::DataSink &sink) {
+            bool first = true;
+            for (Event e; !e.done;) {
+                if (!task->next(e, kPoll)) {
+                    if (!sink.is_writable()) return task->cancel(), false;
+                    continue;
+                }
+                if (!e.error.empty()) {
+                    const std::string data = "data: " + error_json(500, e.error).dump() + "\n\n";
+                    sink.write(data.data(), data.size());
+                    break;
+                }
+                const std::string data =
+                    "data: " + chunk_json(*completion, e, first, model->vocab()).dump() + "\n\n";
+                completion->text += e.text;
+                first = false;
+                if (!sink.write(data.data(), data.size())) return task->cancel(), false;
+            }
+            const std::string done = "data: [DONE]\n\n";
+            sink.write(done.data(), done.size());
+            sink.done();
+            return true;
+        },
+        [task](bool) { task->cancel(); });  // a no-op once the task has finished
+}
+
+HttpServer::HttpServer(ServeOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::run(const std::function<void(int port)> &on_listening) {
+    Impl &s = *impl_;
+    s.routes();
+    int port = s.options.port;
+    if (port == 0) {
+        port = s.http.bind_to_any_port(s.options.host);
+        if (port <= 0) fail("serve", "cannot listen on {}", s.options.host);
+    } else if (!s.http.bind_to_port(s.options.host, port)) {
+        fail("serve", "cannot listen on {}:{} (in use, or not an address of this machine)",
+             s.options.host, port);
+    }
+    std::thread listener([&s] { s.http.listen_after_bind(); });
+    on_listening(port);
+    try {
+        s.model = engine::Model::load(s.options.model_path);
+        s.model_name = std::filesystem::path(s.options.model_path).filename().string();
+        s.chat = engine::choose_chat_family(s.model->file().metadata(), s.options.chat_template);
+        // An unknown --chat-template is the operator's mistake: refuse to start.
+        if (!s.options.chat_template.empty() && !s.chat.family) fail("serve", "{}", s.chat.problem);
+        s.scheduler = std::make_unique<Scheduler>(
+            *s.model, SchedulerOptions{.n_parallel = s.options.n_parallel,
+                                       .n_ctx = s.options.n_ctx,
+                                       .n_batch = s.options.n_batch,
+                                       .n_threads = s.options.n_threads,
+                                       .flash_attn = s.options.flash_attn,
+                                       .kv_type = s.options.kv_type,
+                                       .max_queue = s.options.max_queue});
+    } catch (...) {
+        s.http.stop();
+        listener.join();
+        throw;
+    }
+    s.ready = true;
+    listener.join();  // until stop()
+    s.ready = false;
+    s.scheduler.reset();  // cancels what is still running
+}
+
+void HttpServer::stop() {
+    // The scheduler first: every request in flight gets its last event and its handler returns,
+    // which the HTTP server waits for.
+    if (impl_->scheduler) impl_->scheduler->shutdown();
+    impl_->http.stop();
+}
+
+}  // namespace loom::serve

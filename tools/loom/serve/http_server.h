@@ -1,0 +1,48 @@
+#pragma once
+// `loom serve`'s HTTP side: OpenAI's completion and chat endpoints over the scheduler, plus
+// health, models, tokenize / detokenize and Prometheus metrics. Errors come in OpenAI's shape:
+// 400 for a bad request, 401 without the API key, 404 for an unknown route, 413 for a body over
+// the limit, 503 while loading or when every slot and the queue are full.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "loom/tensor.h"
+
+namespace loom::serve {
+
+struct ServeOptions {
+    std::string model_path;
+    std::string host = "127.0.0.1";
+    int port = 8080;  // 0: any free port (printed when listening)
+    int n_parallel = 4;
+    int64_t n_ctx = 4096;  // all slots together
+    int64_t n_batch = 512;
+    int n_threads = 0;
+    std::string api_key;        // empty: no authentication
+    std::string chat_template;  // a family name; empty: from the GGUF
+    bool flash_attn = false;
+    DType kv_type = DType::F16;
+    size_t max_body_bytes = size_t(1) << 20;
+    int max_queue = 64;
+};
+
+class HttpServer {
+  public:
+    explicit HttpServer(ServeOptions options);
+    ~HttpServer();
+    // Starts listening (health answers 503 while the model loads), loads the model, then serves
+    // until stop(). `on_listening` is called with the port once the socket is bound. Throws
+    // loom::Error when the port cannot be bound or the model cannot be loaded.
+    void run(const std::function<void(int port)> &on_listening);
+    // Stops accepting; requests in flight are cancelled. Safe from another thread.
+    void stop();
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace loom::serve

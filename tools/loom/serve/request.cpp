@@ -1,0 +1,159 @@
+#include "tools/loom/serve/request.h"
+
+#include <fmt/format.h>
+
+namespace loom::serve {
+namespace {
+
+[[noreturn]] void bad(const std::string &param, const std::string &message) {
+    throw RequestError(400, param, message);
+}
+
+const nlohmann::json *field(const nlohmann::json &body, const char *name) {
+    const auto it = body.find(name);
+    return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+// A number within [lo, hi] (or absent: the default stays).
+void read_number(const nlohmann::json &body, const char *name, double lo, double hi, float &out) {
+    const nlohmann::json *v = field(body, name);
+    if (v == nullptr) return;
+    if (!v->is_number()) bad(name, fmt::format("'{}' must be a number", name));
+    const double x = v->get<double>();
+    if (!(x >= lo && x <= hi))
+        bad(name, fmt::format("'{}' is {}; it must be in [{}, {}]", name, x, lo, hi));
+    out = float(x);
+}
+
+template <typename Int>
+void read_integer(const nlohmann::json &body, const char *name, int64_t lo, int64_t hi, Int &out) {
+    const nlohmann::json *v = field(body, name);
+    if (v == nullptr) return;
+    if (!v->is_number_integer()) bad(name, fmt::format("'{}' must be an integer", name));
+    const auto x = v->get<int64_t>();
+    if (x < lo || x > hi)
+        bad(name, fmt::format("'{}' is {}; it must be in [{}, {}]", name, x, lo, hi));
+    out = Int(x);
+}
+
+void read_bool(const nlohmann::json &body, const char *name, bool &out) {
+    const nlohmann::json *v = field(body, name);
+    if (v == nullptr) return;
+    if (!v->is_boolean()) bad(name, fmt::format("'{}' must be true or false", name));
+    out = v->get<bool>();
+}
+
+// OpenAI allows a string or up to 4 strings.
+std::vector<std::string> read_stop(const nlohmann::json &body) {
+    const nlohmann::json *v = field(body, "stop");
+    if (v == nullptr) return {};
+    if (v->is_string()) return {v->get<std::string>()};
+    if (!v->is_array() || v->size() > 4) bad("stop", "'stop' must be a string or up to 4 strings");
+    std::vector<std::string> out;
+    for (const auto &s : *v) {
+        if (!s.is_string()) bad("stop", "'stop' must be a string or up to 4 strings");
+        out.push_back(s.get<std::string>());
+    }
+    return out;
+}
+
+// Text content: a string, or an array of {"type": "text", "text": ...} parts.
+std::string message_content(const nlohmann::json &content, size_t i) {
+    const std::string param = fmt::format("messages[{}].content", i);
+    if (content.is_string()) return content.get<std::string>();
+    if (!content.is_array()) bad(param, fmt::format("'{}' must be a string or text parts", param));
+    std::string text;
+    for (const auto &part : content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string()) {
+            bad(param, fmt::format("'{}' may only hold parts of type \"text\"", param));
+        }
+        text += part["text"].get<std::string>();
+    }
+    return text;
+}
+
+std::vector<ChatMessage> read_messages(const nlohmann::json &body) {
+    const nlohmann::json *v = field(body, "messages");
+    if (v == nullptr) bad("messages", "'messages' is required");
+    if (!v->is_array() || v->empty()) bad("messages", "'messages' must be a non-empty array");
+    std::vector<ChatMessage> out;
+    for (size_t i = 0; i < v->size(); ++i) {
+        const auto &m = (*v)[i];
+        const std::string param = fmt::format("messages[{}]", i);
+        if (!m.is_object()) bad(param, fmt::format("'{}' must be an object", param));
+        const auto role = m.find("role");
+        if (role == m.end() || !role->is_string())
+            bad(param + ".role", fmt::format("'{}.role' must be a string", param));
+        const std::string r = role->get<std::string>();
+        if (r != "system" && r != "user" && r != "assistant" && r != "developer") {
+            bad(param + ".role",
+                fmt::format("'{}.role' is \"{}\"; it must be system, user or assistant", param, r));
+        }
+        const auto content = m.find("content");
+        if (content == m.end() || content->is_null())
+            bad(param + ".content", fmt::format("'{}.content' is required", param));
+        out.push_back({r == "developer" ? "system" : r, message_content(*content, i)});
+    }
+    return out;
+}
+
+}  // namespace
+
+nlohmann::json parse_json_body(const std::string &body) {
+    try {
+        return nlohmann::json::parse(body);
+    } catch (const nlohmann::json::parse_error &e) {
+        bad("", fmt::format("the body is not valid JSON: {}", e.what()));
+    }
+}
+
+CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat) {
+    if (!body.is_object()) bad("", "the body must be a JSON object");
+    CompletionRequest r;
+    r.chat = chat;
+    if (chat) {
+        r.messages = read_messages(body);
+    } else {
+        const nlohmann::json *p = field(body, "prompt");
+        if (p == nullptr) bad("prompt", "'prompt' is required");
+        if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+            r.prompt = (*p)[0].get<std::string>();
+        } else if (p->is_string()) {
+            r.prompt = p->get<std::string>();
+        } else {
+            bad("prompt", "'prompt' must be a string");
+        }
+    }
+    engine::SamplingParams &s = r.sampling;
+    read_number(body, "temperature", 0.0, 2.0, s.temperature);
+    read_number(body, "top_p", 0.0, 1.0, s.top_p);
+    read_number(body, "min_p", 0.0, 1.0, s.min_p);
+    read_number(body, "presence_penalty", -2.0, 2.0, s.presence_penalty);
+    read_number(body, "frequency_penalty", -2.0, 2.0, s.frequency_penalty);
+    read_number(body, "repeat_penalty", 0.01, 10.0, s.repeat_penalty);
+    read_integer(body, "top_k", 0, 1 << 30, s.top_k);
+    read_integer(body, "seed", 0, std::numeric_limits<int64_t>::max(), s.seed);
+    read_integer(
+        body, chat && field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
+        1, 1 << 30, r.max_tokens);
+    int n = 1;
+    read_integer(body, "n", 1, 1, n);
+    r.stop = read_stop(body);
+    read_bool(body, "stream", r.stream);
+    if (chat) {
+        read_bool(body, "logprobs", r.logprobs);
+        read_integer(body, "top_logprobs", 0, 20, r.top_logprobs);
+        if (r.top_logprobs > 0 && !r.logprobs) {
+            bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        }
+    } else if (const nlohmann::json *lp = field(body, "logprobs")) {
+        // Completions: logprobs is the number of alternatives, 0..5.
+        if (!lp->is_number_integer()) bad("logprobs", "'logprobs' must be an integer");
+        read_integer(body, "logprobs", 0, 5, r.top_logprobs);
+        r.logprobs = true;
+    }
+    return r;
+}
+
+}  // namespace loom::serve

@@ -1,0 +1,50 @@
+#pragma once
+// OpenAI completion and chat-completion requests: the JSON body checked field by field into what
+// the scheduler needs. Every problem is a RequestError naming the field, which the server
+// answers with 400 in OpenAI's error shape. Fields Loom does not use are ignored, as OpenAI's
+// own server ignores what it does not know.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/chat/chat_template.h"
+#include "engine/sampling/sampler.h"
+
+namespace loom::serve {
+
+class RequestError : public std::runtime_error {
+  public:
+    RequestError(int status, std::string param, const std::string &message)
+        : std::runtime_error(message), status_(status), param_(std::move(param)) {}
+    int status() const { return status_; }
+    const std::string &param() const { return param_; }  // the field at fault, or empty
+
+  private:
+    int status_;
+    std::string param_;
+};
+
+using engine::ChatMessage;
+
+struct CompletionRequest {
+    bool chat = false;
+    std::string prompt;                 // /v1/completions
+    std::vector<ChatMessage> messages;  // /v1/chat/completions
+    engine::SamplingParams sampling;
+    int32_t max_tokens = -1;  // -1: until end of generation or the slot's context is full
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool logprobs = false;
+    int top_logprobs = 0;  // alternatives reported per token
+};
+
+// Throws RequestError (400) for a body that is not an object, a missing prompt or messages, a
+// field of the wrong type or out of range.
+CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat);
+
+// The body as JSON; RequestError (400) with the parser's message when it is not.
+nlohmann::json parse_json_body(const std::string &body);
+
+}  // namespace loom::serve

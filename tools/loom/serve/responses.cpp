@@ -1,0 +1,131 @@
+#include "tools/loom/serve/responses.h"
+
+namespace loom::serve {
+namespace {
+
+nlohmann::json usage_json(const Completion &c) {
+    return {{"prompt_tokens", c.n_prompt},
+            {"completion_tokens", c.n_generated},
+            {"total_tokens", c.n_prompt + c.n_generated}};
+}
+
+nlohmann::json token_bytes(const std::string &piece) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const char ch : piece) out.push_back(int(static_cast<unsigned char>(ch)));
+    return out;
+}
+
+// Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]}
+nlohmann::json chat_logprobs(const std::vector<TokenLogprob> &chosen,
+                             const std::vector<std::vector<TokenLogprob>> &top,
+                             const engine::Vocab &vocab) {
+    nlohmann::json content = nlohmann::json::array();
+    for (size_t i = 0; i < chosen.size(); ++i) {
+        const std::string piece = vocab.token_to_piece(chosen[i].token, false);
+        nlohmann::json alternatives = nlohmann::json::array();
+        for (const TokenLogprob &t : top[i]) {
+            const std::string p = vocab.token_to_piece(t.token, false);
+            alternatives.push_back(
+                {{"token", p}, {"logprob", t.logprob}, {"bytes", token_bytes(p)}});
+        }
+        content.push_back({{"token", piece},
+                           {"logprob", chosen[i].logprob},
+                           {"bytes", token_bytes(piece)},
+                           {"top_logprobs", alternatives}});
+    }
+    return {{"content", content}};
+}
+
+// Completions: {"tokens", "token_logprobs", "top_logprobs": [{piece: logprob}], "text_offset"}
+nlohmann::json completion_logprobs(const std::vector<TokenLogprob> &chosen,
+                                   const std::vector<std::vector<TokenLogprob>> &top,
+                                   const engine::Vocab &vocab, size_t offset) {
+    nlohmann::json tokens = nlohmann::json::array(), lps = nlohmann::json::array(),
+                   tops = nlohmann::json::array(), offsets = nlohmann::json::array();
+    for (size_t i = 0; i < chosen.size(); ++i) {
+        const std::string piece = vocab.token_to_piece(chosen[i].token, false);
+        tokens.push_back(piece);
+        lps.push_back(chosen[i].logprob);
+        nlohmann::json alternatives = nlohmann::json::object();
+        for (const TokenLogprob &t : top[i]) {
+            alternatives[vocab.token_to_piece(t.token, false)] = t.logprob;
+        }
+        tops.push_back(alternatives);
+        offsets.push_back(offset);
+        offset += piece.size();
+    }
+    return {{"tokens", tokens},
+            {"token_logprobs", lps},
+            {"top_logprobs", tops},
+            {"text_offset", offsets}};
+}
+
+nlohmann::json logprobs_of(const Completion &c, const std::vector<TokenLogprob> &chosen,
+                           const std::vector<std::vector<TokenLogprob>> &top,
+                           const engine::Vocab &vocab, size_t offset) {
+    if (!c.logprobs) return nullptr;
+    return c.chat ? chat_logprobs(chosen, top, vocab)
+                  : completion_logprobs(chosen, top, vocab, offset);
+}
+
+}  // namespace
+
+nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab) {
+    nlohmann::json choice = {{"index", 0},
+                             {"logprobs", logprobs_of(c, c.chosen, c.top, vocab, 0)},
+                             {"finish_reason", c.finish_reason}};
+    if (c.chat) {
+        choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+        choice["text"] = c.text;
+    }
+    return {{"id", c.id},
+            {"object", c.chat ? "chat.completion" : "text_completion"},
+            {"created", c.created},
+            {"model", c.model},
+            {"choices", nlohmann::json::array({choice})},
+            {"usage", usage_json(c)}};
+}
+
+nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
+                          const engine::Vocab &vocab) {
+    nlohmann::json choice = {
+        {"index", 0},
+        {"logprobs", logprobs_of(c, event.chosen, event.top, vocab, c.text.size())},
+        {"finish_reason",
+         event.done ? nlohmann::json(event.finish_reason) : nlohmann::json(nullptr)}};
+    if (c.chat) {
+        nlohmann::json delta = nlohmann::json::object();
+        if (first) delta["role"] = "assistant";
+        if (!event.text.empty() || first) delta["content"] = event.text;
+        choice["delta"] = delta;
+    } else {
+        choice["text"] = event.text;
+    }
+    nlohmann::json chunk = {{"id", c.id},
+                            {"object", c.chat ? "chat.completion.chunk" : "text_completion"},
+                            {"created", c.created},
+                            {"model", c.model},
+                            {"choices", nlohmann::json::array({choice})}};
+    if (event.done) {
+        Completion totals = c;
+        totals.n_prompt = event.n_prompt;
+        totals.n_generated = event.n_generated;
+        chunk["usage"] = usage_json(totals);
+    }
+    return chunk;
+}
+
+nlohmann::json error_json(int status, const std::string &message, const std::string &param) {
+    const char *type = status == 401   ? "authentication_error"
+                       : status == 404 ? "not_found_error"
+                       : status >= 500 ? "server_error"
+                                       : "invalid_request_error";
+    return {{"error",
+             {{"message", message},
+              {"type", type},
+              {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
+              {"code", status}}}};
+}
+
+}  // namespace loom::serve

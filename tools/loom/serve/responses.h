@@ -1,0 +1,36 @@
+#pragma once
+// The JSON OpenAI's API answers with: completion objects, their streamed chunks and errors.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/vocab/vocab.h"
+#include "tools/loom/serve/scheduler.h"
+
+namespace loom::serve {
+
+// Everything a response is built from, gathered from the events.
+struct Completion {
+    std::string id;  // "cmpl-..." or "chatcmpl-..."
+    int64_t created = 0;
+    std::string model;
+    bool chat = false;
+    std::string text;
+    std::vector<TokenLogprob> chosen;
+    std::vector<std::vector<TokenLogprob>> top;
+    bool logprobs = false;
+    std::string finish_reason;
+    int64_t n_prompt = 0, n_generated = 0;
+};
+
+// The whole answer of a non-streamed request.
+nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab);
+// One server-sent event's data for a streamed request: the text (and log-probabilities) of
+// `event`, and the finish reason when it is the last.
+nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
+                          const engine::Vocab &vocab);
+// {"error": {"message", "type", "param", "code"}}
+nlohmann::json error_json(int status, const std::string &message, const std::string &param = {});
+
+}  // namespace loom::serve

@@ -1,0 +1,290 @@
+#include "tools/loom/serve/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "loom/error.h"
+#include "tools/loom/serve/text_stream.h"
+
+namespace loom::serve {
+
+using Clock = std::chrono::steady_clock;
+
+bool Task::next(Event &out, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!ready_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return false;
+    out = std::move(events_.front());
+    events_.pop_front();
+    return true;
+}
+
+void Task::cancel() {
+    std::lock_guard lock(mutex_);
+    cancelled_ = true;
+}
+
+bool Task::cancelled() const {
+    std::lock_guard lock(mutex_);
+    return cancelled_;
+}
+
+void Task::push(Event e) {
+    {
+        std::lock_guard lock(mutex_);
+        events_.push_back(std::move(e));
+    }
+    ready_.notify_one();
+}
+
+struct Scheduler::Slot {
+    int id = 0;
+    std::shared_ptr<Task> task;  // null while free
+    Job job;
+    std::unique_ptr<engine::Sampler> sampler;
+    TextStream text;
+    size_t n_prompt_done = 0;  // prompt tokens in the cache
+    engine::Pos n_past = 0;    // positions in the cache
+    int32_t next_token = -1;   // sampled, to be decoded in the next step
+    int64_t n_generated = 0;
+    int64_t output = -1;  // its row among the current batch's outputs, or -1
+    size_t n_taken = 0;   // tokens it has in the current batch
+
+    bool busy() const { return task != nullptr; }
+    bool prefilling() const { return n_prompt_done < job.prompt.size(); }
+};
+
+namespace {
+
+engine::ContextOptions context_options(const SchedulerOptions &o) {
+    return {.n_ctx = o.n_ctx,
+            .n_batch = o.n_batch,
+            .n_ubatch = std::min<int64_t>(o.n_batch, 512),
+            .n_threads = o.n_threads,
+            .flash_attn = o.flash_attn,
+            .kv_type = o.kv_type,
+            .n_seq_max = o.n_parallel,
+            // One stream per slot: a slot's results do not depend on the others'.
+            .kv_unified = false};
+}
+
+// log softmax of the logits at `token`, and the `n` most likely tokens with theirs.
+void log_probabilities(std::span<const float> logits, int32_t token, int n, Event &e) {
+    const float max = *std::max_element(logits.begin(), logits.end());
+    double sum = 0.0;
+    for (const float l : logits) sum += std::exp(double(l) - max);
+    const double log_sum = std::log(sum) + max;
+    e.chosen.push_back({token, float(double(logits[size_t(token)]) - log_sum)});
+    std::vector<int32_t> ids(logits.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+    const size_t k = std::min(size_t(n), ids.size());
+    std::partial_sort(ids.begin(), ids.begin() + long(k), ids.end(), [&](int32_t a, int32_t b) {
+        return logits[size_t(a)] > logits[size_t(b)] ||
+               (logits[size_t(a)] == logits[size_t(b)] && a < b);
+    });
+    std::vector<TokenLogprob> top;
+    for (size_t i = 0; i < k; ++i) {
+        top.push_back({ids[i], float(double(logits[size_t(ids[i])]) - log_sum)});
+    }
+    e.top.push_back(std::move(top));
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const engine::Model &model, const SchedulerOptions &options)
+    : model_(model),
+      options_(options),
+      slot_ctx_(options.n_ctx / std::max(1, options.n_parallel)),
+      ctx_(model, context_options(options)) {
+    for (int i = 0; i < options.n_parallel; ++i) {
+        slots_.push_back(std::make_unique<Slot>());
+        slots_.back()->id = i;
+    }
+    metrics_.kv_cells = ctx_.kv().size();
+    thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+    shutdown();
+}
+
+void Scheduler::shutdown() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    work_.notify_all();
+    std::lock_guard lock(join_mutex_);
+    if (thread_.joinable()) thread_.join();
+}
+
+std::shared_ptr<Task> Scheduler::submit(Job job) {
+    std::lock_guard lock(mutex_);
+    // Queued jobs take the free slots first; max_queue more may wait.
+    const auto free =
+        std::count_if(slots_.begin(), slots_.end(), [](const auto &s) { return !s->busy(); });
+    if (int64_t(queue_.size()) >= free + options_.max_queue) return nullptr;
+    auto task = std::make_shared<Task>();
+    queue_.emplace_back(std::move(job), task);
+    ++metrics_.requests_total;
+    work_.notify_one();
+    return task;
+}
+
+SchedulerMetrics Scheduler::metrics() const {
+    std::lock_guard lock(mutex_);
+    return metrics_;
+}
+
+void Scheduler::start_queued() {
+    for (auto &slot : slots_) {
+        if (queue_.empty()) break;
+        if (slot->busy()) continue;
+        auto [job, task] = std::move(queue_.front());
+        queue_.pop_front();
+        const bool fits = !job.prompt.empty() && int64_t(job.prompt.size()) < slot_ctx_;
+        if (task->cancelled() || !fits) {  // gone before it started, or cannot start
+            Event e;
+            e.done = true;
+            e.error = fits ? "cancelled" : "the prompt does not fit the slot's context";
+            task->push(std::move(e));
+            continue;
+        }
+        Slot &s = *slot;
+        s.sampler = std::make_unique<engine::Sampler>(job.sampling);
+        for (const int32_t t : job.prompt) s.sampler->accept(t);
+        s.text = TextStream(job.stop);
+        s.job = std::move(job);
+        s.task = std::move(task);
+        s.n_prompt_done = 0;
+        s.n_past = 0;
+        s.n_generated = 0;
+        s.next_token = -1;
+        ctx_.kv().seq_rm(s.id, 0, -1);
+    }
+    int64_t busy = 0;
+    for (const auto &s : slots_) busy += s->busy();
+    metrics_.requests_processing = busy;
+    metrics_.requests_queued = int64_t(queue_.size());
+}
+
+void Scheduler::loop() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+        start_queued();
+        const bool any =
+            std::any_of(slots_.begin(), slots_.end(), [](const auto &s) { return s->busy(); });
+        if (!any) {
+            work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            continue;
+        }
+        step(lock);
+    }
+    for (auto &slot : slots_) {
+        if (slot->busy()) finish(*slot, "stop", "the server is shutting down");
+    }
+    for (auto &[job, task] : queue_) {
+        Event e;
+        e.done = true;
+        e.error = "the server is shutting down";
+        task->push(std::move(e));
+    }
+    queue_.clear();
+}
+
+void Scheduler::finish(Slot &slot, std::string reason, std::string error) {
+    Event e;
+    e.text = error.empty() ? slot.text.finish() : std::string();
+    e.done = true;
+    e.finish_reason = std::move(reason);
+    e.error = std::move(error);
+    e.n_prompt = int64_t(slot.job.prompt.size());
+    e.n_generated = slot.n_generated;
+    slot.task->push(std::move(e));
+    slot.task.reset();
+    ctx_.kv().seq_rm(slot.id, 0, -1);
+}
+
+void Scheduler::after_decode(Slot &slot, std::span<const float> logits) {
+    const int32_t token = slot.sampler->sample(logits);
+    slot.sampler->accept(token);
+    const engine::Vocab &vocab = model_.vocab();
+    if (vocab.is_eog(token)) return finish(slot, "stop");
+    ++slot.n_generated;
+    ++metrics_.generated_tokens;
+    Event e;
+    if (slot.job.top_logprobs >= 0) log_probabilities(logits, token, slot.job.top_logprobs, e);
+    e.text = slot.text.push(vocab.token_to_piece(token, false));
+    if (slot.text.stopped()) {
+        slot.task->push(std::move(e));
+        return finish(slot, "stop");
+    }
+    slot.task->push(std::move(e));
+    if (slot.n_generated == slot.job.max_tokens || slot.n_past >= slot_ctx_) {
+        return finish(slot, "length");
+    }
+    slot.next_token = token;
+}
+
+void Scheduler::step(std::unique_lock<std::mutex> &lock) {
+    for (auto &slot : slots_) {
+        if (slot->busy() && slot->task->cancelled()) finish(*slot, "stop", "cancelled");
+    }
+    // Generating slots first, one token each; then prompts, as far as the batch allows.
+    engine::Batch batch;
+    int64_t n_outputs = 0, n_prompt_tokens = 0;
+    bool generating = false;
+    for (auto &slot : slots_) {
+        slot->output = -1;
+        slot->n_taken = 0;
+        if (!slot->busy() || slot->prefilling()) continue;
+        batch.add(slot->next_token, slot->n_past, slot->id, true);
+        slot->output = n_outputs++;
+        slot->n_taken = 1;
+        generating = true;
+    }
+    for (auto &slot : slots_) {
+        if (!slot->busy() || !slot->prefilling()) continue;
+        const auto &prompt = slot->job.prompt;
+        const size_t room = size_t(std::max<int64_t>(0, options_.n_batch - batch.size()));
+        const size_t take = std::min(room, prompt.size() - slot->n_prompt_done);
+        for (size_t i = 0; i < take; ++i) {
+            const size_t k = slot->n_prompt_done + i;
+            batch.add(prompt[k], engine::Pos(k), slot->id, k + 1 == prompt.size());
+        }
+        if (take > 0 && slot->n_prompt_done + take == prompt.size()) slot->output = n_outputs++;
+        slot->n_taken = take;
+        n_prompt_tokens += int64_t(take);
+    }
+    if (batch.size() == 0) return;
+
+    lock.unlock();
+    const auto start = Clock::now();
+    std::string error;
+    try {
+        ctx_.decode(batch);
+    } catch (const Error &e) {
+        error = e.what();
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    lock.lock();
+
+    for (auto &slot : slots_) {
+        if (!slot->busy() || slot->n_taken == 0) continue;
+        if (!error.empty()) {
+            finish(*slot, "stop", error);
+            continue;
+        }
+        if (slot->prefilling()) {
+            slot->n_prompt_done += slot->n_taken;
+            slot->n_past = engine::Pos(slot->n_prompt_done);
+        } else {
+            ++slot->n_past;
+        }
+        if (slot->output >= 0) after_decode(*slot, ctx_.logits(slot->output));
+    }
+    metrics_.prompt_tokens += n_prompt_tokens;
+    (generating ? metrics_.generation_seconds : metrics_.prompt_seconds) += seconds;
+    metrics_.kv_cells_used = ctx_.kv().used();
+}
+
+}  // namespace loom::serve

@@ -1,0 +1,120 @@
+#pragma once
+// Continuous batching: n_parallel slots share one context (one KV stream each) and one decode
+// loop on its own thread. Every step decodes, in one batch, the next token of each generating
+// slot and then as much of the slots' pending prompts as the batch has room for, so a long
+// prompt does not stall the others' generation. A request waits in a queue while every slot is
+// busy (up to a limit), owns a slot while it runs, and its sequence leaves the KV cache when it
+// ends, is cancelled (a client that went away), or fails.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/context/context.h"
+#include "engine/model/model.h"
+#include "engine/sampling/sampler.h"
+
+namespace loom::serve {
+
+struct SchedulerOptions {
+    int n_parallel = 4;
+    int64_t n_ctx = 4096;  // all slots together
+    int64_t n_batch = 512;
+    int n_threads = 0;
+    bool flash_attn = false;
+    DType kv_type = DType::F16;
+    int max_queue = 64;  // requests waiting for a slot before new ones are refused
+};
+
+struct Job {
+    std::vector<int32_t> prompt;
+    engine::SamplingParams sampling;
+    int32_t max_tokens = -1;
+    std::vector<std::string> stop;
+    int top_logprobs = -1;  // < 0: no log-probabilities
+};
+
+struct TokenLogprob {
+    int32_t token;
+    float logprob;
+};
+
+// What a running job reports: text as it becomes safe to send, then the end.
+struct Event {
+    std::string text;
+    std::vector<TokenLogprob> chosen;            // per generated token in this event
+    std::vector<std::vector<TokenLogprob>> top;  // alternatives per generated token
+    bool done = false;
+    std::string finish_reason;  // "stop" or "length" (done)
+    std::string error;          // set when the job failed (done)
+    int64_t n_prompt = 0, n_generated = 0;
+};
+
+// The handle a request holds: events to read, and a way to give up.
+class Task {
+  public:
+    // Waits for the next event; false on timeout.
+    bool next(Event &out, std::chrono::milliseconds timeout);
+    // Stops the job at the next decode step and frees its slot.
+    void cancel();
+    bool cancelled() const;
+
+  private:
+    friend class Scheduler;
+    void push(Event e);
+    mutable std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<Event> events_;
+    bool cancelled_ = false;
+};
+
+struct SchedulerMetrics {
+    int64_t prompt_tokens = 0, generated_tokens = 0;
+    double prompt_seconds = 0.0, generation_seconds = 0.0;
+    int64_t requests_processing = 0, requests_queued = 0, requests_total = 0;
+    int64_t kv_cells_used = 0, kv_cells = 0;
+};
+
+class Scheduler {
+  public:
+    Scheduler(const engine::Model &model, const SchedulerOptions &options);
+    ~Scheduler();  // shutdown()
+    // Stops the loop: unfinished and queued jobs end with an error event. Idempotent.
+    void shutdown();
+    Scheduler(const Scheduler &) = delete;
+    Scheduler &operator=(const Scheduler &) = delete;
+
+    // Queues a job; null when the queue is full (the caller answers 503).
+    std::shared_ptr<Task> submit(Job job);
+    int64_t slot_context() const { return slot_ctx_; }
+    SchedulerMetrics metrics() const;
+
+  private:
+    struct Slot;
+    void loop();
+    void step(std::unique_lock<std::mutex> &lock);
+    void start_queued();
+    void finish(Slot &slot, std::string reason, std::string error = {});
+    void after_decode(Slot &slot, std::span<const float> logits);
+
+    const engine::Model &model_;
+    SchedulerOptions options_;
+    int64_t slot_ctx_;
+    engine::Context ctx_;
+    std::vector<std::unique_ptr<Slot>> slots_;
+    std::deque<std::pair<Job, std::shared_ptr<Task>>> queue_;
+    mutable std::mutex mutex_;
+    std::condition_variable work_;
+    bool stopping_ = false;
+    SchedulerMetrics metrics_;
+    std::mutex join_mutex_;
+    std::thread thread_;
+};
+
+}  // namespace loom::serve

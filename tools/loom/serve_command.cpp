@@ -1,0 +1,92 @@
+// `loom serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx-size C]
+// [--threads T] [--api-key KEY] [--flash-attn on|off] [--kv-type f16|f32] [--chat-template NAME]`:
+// an OpenAI-compatible HTTP server (tools/loom/serve/). SIGINT or SIGTERM stops it: no new
+// connections, requests in flight end, exit code 0.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <memory>
+#include <thread>
+
+#include "tools/loom/commands.h"
+#include "tools/loom/serve/http_server.h"
+
+namespace loom::tools {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int) {
+    g_stop = true;
+}
+
+void serve(const serve::ServeOptions &options) {
+    serve::HttpServer server(options);
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
+    std::atomic<bool> done{false};
+    // A signal handler may only set a flag: this thread turns it into stop().
+    std::thread watcher([&] {
+        while (!done) {
+            if (g_stop) {
+                server.stop();
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    });
+    try {
+        server.run([&](int port) {
+            fmt::print(stderr, "loom serve: listening on http://{}:{}\n", options.host, port);
+        });
+    } catch (...) {
+        done = true;
+        watcher.join();
+        throw;
+    }
+    done = true;
+    watcher.join();
+    fmt::print(stderr, "loom serve: stopped\n");
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App &app, int &exit_code) {
+    CLI::App *command = app.add_subcommand("serve", "an OpenAI-compatible HTTP server");
+    auto o = std::make_shared<serve::ServeOptions>();
+    auto flash = std::make_shared<std::string>("off");
+    auto kv_type = std::make_shared<std::string>("f16");
+    command->add_option("-m,--model", o->model_path, "the GGUF model file")->required();
+    command->add_option("--host", o->host, "address to listen on")->capture_default_str();
+    command->add_option("--port", o->port, "port (0: any free one)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 65535));
+    command->add_option("--parallel", o->n_parallel, "requests decoded at once (slots)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 256));
+    command->add_option("-c,--ctx-size", o->n_ctx, "KV cache cells, shared out to the slots")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    command->add_option("-t,--threads", o->n_threads, "compute threads (0: one per core)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    command->add_option("--api-key", o->api_key, "require Authorization: Bearer KEY");
+    command->add_option("--flash-attn", *flash, "fused attention kernel")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"on", "off"}));
+    command->add_option("--kv-type", *kv_type, "type of the KV cache")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"f16", "f32"}));
+    command->add_option("--chat-template", o->chat_template,
+                        "chat template family (default: recognised from the GGUF)");
+    command->callback([o, flash, kv_type, &exit_code] {
+        o->flash_attn = *flash == "on";
+        o->kv_type = *kv_type == "f32" ? DType::F32 : DType::F16;
+        serve(*o);
+        exit_code = 0;
+    });
+}
+
+}  // namespace loom::tools
