@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # loom serve end to end: tests/serve/openai_test.mjs against a server on stories260K with 4 slots
-# of 512 cells, then --api-key, and SIGINT stopping the server with exit code 0.
+# of 512 cells, a full queue, --api-key, and SIGINT stopping the server with exit code 0.
 # Usage: check_server.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -43,6 +43,21 @@ stop_server() {
 
 start_server --parallel 4 --ctx-size 2048 --chat-template chatml --threads 2
 node "$root/tests/serve/openai_test.mjs" "$loom" "$model" "$url" || fail "openai client tests"
+stop_server
+
+# One slot, one place in the queue: of three long requests at once, one is refused with 503.
+start_server --parallel 1 --ctx-size 512 --max-queue 1
+clients=()
+for i in 1 2 3; do
+    curl -s -D "$tmp/headers$i" -o "$tmp/body$i" -w '%{http_code}\n' \
+        -d '{"prompt": "Once upon a time", "max_tokens": 300}' "$url/v1/completions" \
+        >"$tmp/code$i" &
+    clients+=($!)
+done
+wait "${clients[@]}" || true
+codes=$(cat "$tmp/code1" "$tmp/code2" "$tmp/code3" | sort | tr '\n' ' ')
+[ "$codes" = "200 200 503 " ] || fail "codes with a full queue: $codes"
+grep -il '^Retry-After: 1' "$tmp"/headers* >/dev/null || fail "no Retry-After on the 503"
 stop_server
 
 start_server --parallel 1 --ctx-size 256 --api-key sesame

@@ -1,5 +1,6 @@
 // `loom serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx-size C]
-// [--threads T] [--api-key KEY] [--flash-attn on|off] [--kv-type f16|f32] [--chat-template NAME]`:
+// [--threads T] [--api-key KEY] [--flash-attn on|off] [--kv-type f16|f32] [--chat-template NAME]
+// [--max-queue Q]`:
 // an OpenAI-compatible HTTP server (tools/loom/serve/). SIGINT or SIGTERM stops it: no new
 // connections, requests in flight end, exit code 0.
 #include <fmt/format.h>
@@ -79,6 +80,11 @@ void add_serve_command(CLI::App &app, int &exit_code) {
     command->add_option("--kv-type", *kv_type, "type of the KV cache")
         ->capture_default_str()
         ->check(CLI::IsMember({"f16", "f32"}));
+    command
+        ->add_option("--max-queue", o->max_queue,
+                     "requests waiting for a slot before new ones get 503")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     command->add_option("--chat-template", o->chat_template,
                         "chat template family (default: recognised from the GGUF)");
     command->callback([o, flash, kv_type, &exit_code] {
