@@ -16,58 +16,6 @@ namespace {
 using namespace simd;
 
 // ---------------------------------------------------------------------------------------------
-// Matrix-vector: one pass over a weight row, dotted with NX columns at once.
-
-// Independent accumulators per column: an FMA has a 4-cycle latency on two ports, so 8 chains
-// keep both busy; with 16 registers (SSE/AVX2) 2 per column leave room for NX = 4 columns.
-constexpr int kDotChains = kVecRegs >= 32 ? 4 : 2;
-// The weight row is prefetched (prefetcht0) this many bytes ahead, past its end into the next
-// row, which the caller reads next: the hardware prefetchers alone left an F16 weight of 128 MiB
-// at 78-83 % of read_bw on one Ice Lake thread; 1-4 KiB ahead gave 90-100 %, 4 KiB the most,
-// 8 KiB 79-84 %, prefetchnta 48-75 %.
-constexpr int64_t kDotPrefetchBytes = 4096;
-
-template <typename W, int NX>
-void dot_cols(const void *row, const float *const *x, int64_t n, float *out) {
-    constexpr int U = kDotChains;
-    constexpr int64_t kStepBytes = U * VL * W::kSize;
-    const auto *bytes = static_cast<const char *>(row);
-    vf acc[NX][U] = {};
-    int64_t i = 0;
-    for (; i + U * VL <= n; i += U * VL) {
-        // Prefetches never fault, so reading ahead past the last row is harmless.
-        for (int64_t b = 0; b < kStepBytes; b += 64) {
-            __builtin_prefetch(bytes + i * W::kSize + kDotPrefetchBytes + b, 0, 3);
-        }
-#pragma GCC unroll 4
-        for (int u = 0; u < U; ++u) {
-            const vf w = W::vec(row, i + u * VL);
-#pragma GCC unroll 4
-            for (int c = 0; c < NX; ++c) acc[c][u] = fmadd(w, load(x[c] + i + u * VL), acc[c][u]);
-        }
-    }
-    for (; i + VL <= n; i += VL) {
-        const vf w = W::vec(row, i);
-        for (int c = 0; c < NX; ++c) acc[c][0] = fmadd(w, load(x[c] + i), acc[c][0]);
-    }
-    for (int c = 0; c < NX; ++c) {
-        vf s = acc[c][0];
-        for (int u = 1; u < U; ++u) s += acc[c][u];
-        float r = hsum(s);
-        for (int64_t j = i; j < n; ++j) r += W::one(row, j) * x[c][j];
-        out[c] = r;
-    }
-}
-
-template <typename W>
-void dot(const void *row, const float *const *x, int nx, int64_t n, float *out) {
-    static_assert(kGemvMaxN == 4, "one instantiation per column count");
-    static constexpr std::array<void (*)(const void *, const float *const *, int64_t, float *), 4>
-        kByCount = {dot_cols<W, 1>, dot_cols<W, 2>, dot_cols<W, 3>, dot_cols<W, 4>};
-    kByCount[size_t(nx - 1)](row, x, n, out);
-}
-
-// ---------------------------------------------------------------------------------------------
 // GEMM blocking (BLIS's scheme). The micro-kernel keeps an MR x NR tile of C in registers and,
 // per k, loads two vectors of packed A and broadcasts NR values of packed B:
 //   AVX-512: MR 32 x NR 12 = 24 accumulators + 2 A vectors + 1 broadcast of 32 zmm;
@@ -138,35 +86,94 @@ void pack_panel(const std::byte *a, size_t nb1, int64_t rows, int64_t kc, float 
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Few columns (generation): the GEMM's arithmetic without its packed copy of A. VL weight rows
+// are read in place, VL elements at a time, transposed in registers and multiplied in k order,
+// restarting every KC elements and adding the block sums in turn: bit for bit what the packed
+// GEMM computes for each element, at the speed of streaming the weights once.
+
+// Columns at most this many take this path.
+constexpr int64_t kNarrowMaxN = 4;
+// Each of the VL rows being read is prefetched this far ahead (the packed path's reason for
+// prefetching holds here, with VL streams instead of one).
+constexpr int64_t kNarrowPrefetchBytes = 1024;
+
+template <typename W, int NX>
+void narrow_rows(const std::byte *a, size_t nb1, int64_t rows, int64_t K, const float *const *x,
+                 float *const *d) {
+    vf total[NX];
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {
+        const int64_t kc = std::min(KC, K - k0);
+        vf acc[NX] = {};
+        int64_t k = 0;
+        for (; k + VL <= kc; k += VL) {
+            vf r[VL];
+            for (int i = 0; i < VL; ++i) {
+                const std::byte *row = a + size_t(i) * nb1;
+                __builtin_prefetch(row + (k0 + k) * W::kSize + kNarrowPrefetchBytes, 0, 3);
+                r[i] = i < rows ? W::vec(row, k0 + k) : vf{};
+            }
+            transpose(r);  // r[j]: element k + j of every row
+#pragma GCC unroll 16
+            for (int j = 0; j < VL; ++j) {
+                for (int c = 0; c < NX; ++c) acc[c] = fmadd(r[j], splat(x[c][k0 + k + j]), acc[c]);
+            }
+        }
+        for (; k < kc; ++k) {
+            alignas(64) float column[VL] = {};
+            for (int i = 0; i < rows; ++i) column[i] = W::one(a + size_t(i) * nb1, k0 + k);
+            const vf v = load(column);
+            for (int c = 0; c < NX; ++c) acc[c] = fmadd(v, splat(x[c][k0 + k]), acc[c]);
+        }
+        for (int c = 0; c < NX; ++c) total[c] = k0 == 0 ? acc[c] : total[c] + acc[c];
+    }
+    for (int c = 0; c < NX; ++c) {
+        alignas(64) float out[VL];
+        store(out, total[c]);
+        std::copy(out, out + rows, d[c]);
+    }
+}
+
+using NarrowKernel = void (*)(const std::byte *, size_t, int64_t, int64_t, const float *const *,
+                              float *const *);
+
+template <typename W>
+constexpr std::array<NarrowKernel, kNarrowMaxN> narrow_kernels() {
+    static_assert(kNarrowMaxN == 4, "one instantiation per column count");
+    return {narrow_rows<W, 1>, narrow_rows<W, 2>, narrow_rows<W, 3>, narrow_rows<W, 4>};
+}
+
 constexpr std::array<WeightOps, kDTypeCount> kWeightOps = [] {
     std::array<WeightOps, kDTypeCount> t{};
-    t[size_t(DType::F32)] = {.dot = dot<LoadF32>, .pack = pack_panel<LoadF32>};
-    t[size_t(DType::F16)] = {.dot = dot<LoadF16>, .pack = pack_panel<LoadF16>};
-    t[size_t(DType::BF16)] = {.dot = dot<LoadBF16>, .pack = pack_panel<LoadBF16>};
+    t[size_t(DType::F32)] = {.pack = pack_panel<LoadF32>, .narrow = narrow_kernels<LoadF32>()};
+    t[size_t(DType::F16)] = {.pack = pack_panel<LoadF16>, .narrow = narrow_kernels<LoadF16>()};
+    t[size_t(DType::BF16)] = {.pack = pack_panel<LoadBF16>, .narrow = narrow_kernels<LoadBF16>()};
     return t;
 }();
 
-// c[j][0, MR) (+)= sum over k < kc of a[k][0, MR) * b[k][j], for j < NR.
-// a: packed [kc][MR], b: packed [kc][NR]; c: NR pointers to MR floats. Kept out of line so the
-// 24 accumulators get the register file to themselves rather than sharing it with the caller's
-// loop state.
+// c[j][0, MR) (+)= sum over k < kc of a[k][0, MR) * b[k][j], for j < NT <= NR.
+// a: packed [kc][MR], b: packed [kc][NR]; c: NT pointers to MR floats. Each element's terms are
+// summed in k order on one FMA chain, whatever NT is: a column's result does not depend on how
+// many columns share the tile. Kept out of line so the accumulators get the register file to
+// themselves rather than sharing it with the caller's loop state.
+template <int NT>
 [[gnu::noinline]] void micro_kernel(int64_t kc, const float *a, const float *b, float *const *c,
                                     bool accumulate) {
-    vf acc0[NR], acc1[NR];
-    for (int j = 0; j < NR; ++j) acc0[j] = acc1[j] = vf{};
+    vf acc0[NT], acc1[NT];
+    for (int j = 0; j < NT; ++j) acc0[j] = acc1[j] = vf{};
     for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
         __builtin_prefetch(a + kPrefetchSteps * MR, 0, 3);
         __builtin_prefetch(a + kPrefetchSteps * MR + VL, 0, 3);
         const vf a0 = load(a), a1 = load(a + VL);
 #pragma GCC unroll 16
-        for (int j = 0; j < NR; ++j) {
+        for (int j = 0; j < NT; ++j) {
             const vf bj = splat(b[j]);
             acc0[j] = fmadd(a0, bj, acc0[j]);
             acc1[j] = fmadd(a1, bj, acc1[j]);
         }
     }
 #pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) {
+    for (int j = 0; j < NT; ++j) {
         if (accumulate) {
             acc0[j] = load(c[j]) + acc0[j];
             acc1[j] = load(c[j] + VL) + acc1[j];
@@ -176,13 +183,23 @@ constexpr std::array<WeightOps, kDTypeCount> kWeightOps = [] {
     }
 }
 
+using MicroKernel = void (*)(int64_t, const float *, const float *, float *const *, bool);
+
+// The kernel for a tile of nt columns (1..NR).
+template <int... I>
+constexpr std::array<MicroKernel, NR> micro_kernels(std::integer_sequence<int, I...>) {
+    return {micro_kernel<I + 1>...};
+}
+constexpr std::array<MicroKernel, NR> kMicroKernels =
+    micro_kernels(std::make_integer_sequence<int, NR>());
+
 size_t round_up(size_t n, size_t to) {
     return (n + to - 1) / to * to;
 }
 
 // Per-thread scratch, carved from params.work; offsets depend only on K.
 struct Scratch {
-    float *rows;  // (1 + kGemvMaxN) x K: a gathered/converted row, then gemv's columns
+    float *rows;  // K floats: a gathered/converted row
     float *tile;  // MR x NR: an edge tile before it is clipped into dst
     float *a;     // MC x KC: packed A block
     float *b;     // KC x NC (or fewer): packed B block
@@ -195,7 +212,7 @@ Scratch carve(std::byte *work, int64_t k) {
     float *p = reinterpret_cast<float *>(work);
     Scratch s;
     s.rows = p;
-    p += round_up(size_t(1 + kGemvMaxN) * size_t(k), kFloatsPerLine);
+    p += round_up(size_t(k), kFloatsPerLine);
     s.tile = p;
     p += round_up(size_t(MR * NR), kFloatsPerLine);
     s.a = p;
@@ -284,19 +301,20 @@ void gemm_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch 
                         c[j] = j < nr ? job.cols.dst_row(jc + jr + j) + ic : nullptr;
                     }
                     const float *bp = s.b + jr * kc;
+                    const MicroKernel kernel = kMicroKernels[size_t(nr - 1)];
                     for (int64_t ir = 0; ir < mc; ir += MR) {
                         const float *ap = s.a + ir * kc;
                         const int64_t mr = std::min<int64_t>(MR, mc - ir);
-                        if (mr == MR && nr == NR) {
+                        if (mr == MR) {
                             float *ct[NR];
-                            for (int j = 0; j < NR; ++j) ct[j] = c[j] + ir;
-                            micro_kernel(kc, ap, bp, ct, accumulate);
+                            for (int j = 0; j < nr; ++j) ct[j] = c[j] + ir;
+                            kernel(kc, ap, bp, ct, accumulate);
                             continue;
                         }
-                        // Edge tile: the same arithmetic into scratch, then clipped.
+                        // Edge rows: the same arithmetic into scratch, then clipped.
                         float *ct[NR];
-                        for (int j = 0; j < NR; ++j) ct[j] = s.tile + j * MR;
-                        micro_kernel(kc, ap, bp, ct, false);
+                        for (int j = 0; j < nr; ++j) ct[j] = s.tile + j * MR;
+                        kernel(kc, ap, bp, ct, false);
                         for (int64_t j = 0; j < nr; ++j) {
                             float *d = c[j] + ir;
                             const float *t = s.tile + j * MR;
@@ -309,31 +327,23 @@ void gemm_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch 
     }
 }
 
-// dst rows [mb, me) of the job's (at most kGemvMaxN) columns, one weight row at a time.
-void gemv_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch &s) {
+// dst rows [mb, me) of a job of at most kNarrowMaxN columns whose weight rows are contiguous.
+void few_columns_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch &s) {
     const int nx = int(job.n);
-    const float *x[kGemvMaxN];
-    float *d[kGemvMaxN];
+    const float *x[kNarrowMaxN];
+    float *d[kNarrowMaxN];
     const Rounding round = activation_rounding(job.a_type);
-    for (int c = 0; c < nx; ++c) {
-        float *buf = s.rows + (1 + c) * K;
-        x[c] = load_row(DType::F32, job.cols.b_row(c), job.cols.b_nb0, K, buf);
-        if (round != nullptr) {
-            for (int64_t k = 0; k < K; ++k) buf[k] = round(x[c][k]);
-            x[c] = buf;
-        }
-        d[c] = job.cols.dst_row(c);
+    for (int c = 0; c < nx; ++c) {  // the columns, rounded as pack_b rounds them
+        float *buf = s.b + size_t(c) * size_t(K);
+        const float *src = load_row(DType::F32, job.cols.b_row(c), job.cols.b_nb0, K, s.rows);
+        for (int64_t k = 0; k < K; ++k) buf[k] = round ? round(src[k]) : src[k];
+        x[c] = buf;
     }
-    // Rows with strided elements are gathered into floats first and dotted as F32.
-    const bool direct = job.a_nb0 == traits(job.a_type).type_size;
-    const WeightOps &ops = weight_ops(direct ? job.a_type : DType::F32);
-    float out[kGemvMaxN];
-    for (int64_t m = mb; m < me; ++m) {
-        const std::byte *row = job.a + size_t(m) * job.a_nb1;
-        const void *r = direct ? static_cast<const void *>(row)
-                               : load_row(job.a_type, row, job.a_nb0, K, s.rows);
-        ops.dot(r, x, nx, K, out);
-        for (int c = 0; c < nx; ++c) d[c][m] = out[c];
+    const NarrowKernel kernel = weight_ops(job.a_type).narrow[size_t(nx - 1)];
+    for (int64_t m = mb; m < me; m += VL) {
+        float *dm[kNarrowMaxN];
+        for (int c = 0; c < nx; ++c) dm[c] = job.cols.dst_row(c) + m;
+        kernel(job.a + size_t(m) * job.a_nb1, job.a_nb1, std::min<int64_t>(VL, me - m), K, x, dm);
     }
 }
 
@@ -412,13 +422,12 @@ const WeightOps &weight_ops(DType type) {
 size_t work_size(DType a_type, int64_t k, int64_t max_n) {
     if (has_block_dot(a_type)) return quantized_work_size(a_type, k, max_n);
     const size_t kc = size_t(std::min(k, KC));
-    size_t floats = round_up(size_t(1 + kGemvMaxN) * size_t(k), kFloatsPerLine);
-    if (max_n > kGemvMaxN) {
-        const size_t nc = round_up(size_t(std::min(max_n, NC)), NR);
-        floats += round_up(size_t(MR * NR), kFloatsPerLine);
-        floats += round_up(size_t(MC) * kc, kFloatsPerLine);
-        floats += round_up(kc * nc, kFloatsPerLine);
-    }
+    const size_t nc = round_up(size_t(std::min(std::max<int64_t>(max_n, 1), NC)), NR);
+    size_t floats = round_up(size_t(k), kFloatsPerLine);
+    floats += round_up(size_t(MR * NR), kFloatsPerLine);
+    floats += round_up(size_t(MC) * kc, kFloatsPerLine);
+    // packed B, or the few columns of the narrow path
+    floats += round_up(std::max(kc * nc, size_t(kNarrowMaxN) * size_t(k)), kFloatsPerLine);
     return floats * sizeof(float);
 }
 
@@ -443,8 +452,8 @@ void run(const ComputeParams &params, const Problem &problem, std::byte *work) {
             }
         } else if (has_block_dot(job.a_type)) {
             quantized_rows(job, K, mb, me, work);
-        } else if (job.n <= kGemvMaxN) {
-            gemv_rows(job, K, mb, me, s);
+        } else if (job.n <= kNarrowMaxN && job.a_nb0 == traits(job.a_type).type_size) {
+            few_columns_rows(job, K, mb, me, s);
         } else {
             gemm_rows(job, K, mb, me, s);
         }

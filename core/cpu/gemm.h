@@ -8,17 +8,20 @@
 // arbitrary rows of dst (mul_mat_id's expert groups) as well as plain strided ones (mul_mat's
 // batches).
 //
-// Float weights take one of two paths, chosen per job from N alone:
-//   N <= kGemvMaxN  matrix-vector: each weight row is streamed once and dotted with every column.
-//   N >  kGemvMaxN  packed, cache-blocked GEMM with a register-blocked micro-kernel.
+// Float weights: each output element is the sum of its K terms in k order, KC at a time, the
+// block sums added in turn, whatever N is, so a column's result is the same bit for bit whether
+// it is decoded alone (N = 1) or in a batch, at any position in it. N > 4 runs a packed,
+// cache-blocked GEMM with a register-blocked micro-kernel; N <= 4 (generation) reads the weight
+// rows in place, VL at a time transposed in registers, with the same arithmetic.
 // Block-format weights (traits(type).vec_dot set; rows contiguous) compute as llama.cpp does, for
 // every N: each column is quantized to traits(type).vec_dot_type, then every output element is
 // traits(type).vec_dot of a weight row and a quantized column (the legacy formats dot a weight
 // row with up to 4 columns at once, bit for bit the same), so it does not depend on N.
 //
 // Determinism: threads split the work only along M, in whole MR-row panels (and across jobs);
-// the order in which an output element's K terms are summed depends on K, the block sizes and
-// the path (fixed by N), never on the thread count or on which thread computes it.
+// the order in which an output element's K terms are summed depends on K and the block sizes,
+// never on N, the column's place among them, the thread count or which thread computes it.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -26,20 +29,20 @@
 
 namespace loom::cpu::gemm {
 
-// Jobs with at most this many columns take the matrix-vector path.
-inline constexpr int64_t kGemvMaxN = 4;
-
 // How a float weight dtype is read (block formats go through their traits' vec_dot instead).
 struct WeightOps {
-    // out[c] = sum_i row[i] * x[c][i] for c < nx (1 <= nx <= kGemvMaxN); row's elements are
-    // contiguous, each x[c] is n contiguous floats.
-    void (*dot)(const void *row, const float *const *x, int nx, int64_t n, float *out) = nullptr;
     // Packs a GEMM panel: `rows` (<= the panel height) rows of kc contiguous elements, row i at
-    // a + i * nb1, as kc steps of panel-height floats, zero past `rows`. Null: rows are converted
-    // with traits(type).to_float one at a time.
+    // a + i * nb1, as kc steps of panel-height floats, zero past `rows`. Rows with strided
+    // elements are converted with traits(type).to_float one at a time instead.
     void (*pack)(const std::byte *a, size_t nb1, int64_t rows, int64_t kc, float *out) = nullptr;
+    // narrow[n - 1] computes, for n <= 4 columns x[c] (K floats each), `rows` <= VL outputs of
+    // the weight rows at a, a + nb1, ... into d[c][0, rows), in the packed GEMM's order.
+    std::array<void (*)(const std::byte *a, size_t nb1, int64_t rows, int64_t K,
+                        const float *const *x, float *const *d),
+               4>
+        narrow{};
 };
-// Null dot: the dtype cannot be a matrix-product weight.
+// Null pack: the dtype cannot be a matrix-product weight.
 const WeightOps &weight_ops(DType type);
 
 // Column j of a job reads b row `b + i1 * b_s1 + i2 * b_s2` and writes dst row

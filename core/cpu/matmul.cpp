@@ -18,7 +18,7 @@ bool is_weight_type(const Tensor *a) {
     // A block format cannot be read with an element stride; plain types are gathered.
     if (traits(a->type).is_quantized)
         return traits(a->type).vec_dot != nullptr && a->rows_contiguous();
-    return gemm::weight_ops(a->type).dot != nullptr;
+    return gemm::weight_ops(a->type).pack != nullptr;
 }
 
 bool writes_f32_rows(const Tensor *dst) {
