@@ -6,7 +6,7 @@ BUILD_FUZZ := build/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 65536
 
-.PHONY: run test bench test-asan fuzz-gguf setup configure-release format clean
+.PHONY: run test bench test-asan fuzz-gguf loadtest setup configure-release format clean
 
 setup:
 	./scripts/setup.sh
@@ -30,6 +30,11 @@ bench: configure-release
 	./$(BUILD_RELEASE)/bench/loom-bench-alloc --benchmark_counters_tabular=true
 	./$(BUILD_RELEASE)/bench/loom-bench-gguf --benchmark_counters_tabular=true
 	./$(BUILD_RELEASE)/bench/loom-bench-e2e --benchmark_counters_tabular=true
+
+# loom serve under load: 32 streaming clients for 60 s on a generated 150M model (scripts/loadtest.sh).
+loadtest: configure-release
+	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom
+	./scripts/loadtest.sh ./$(BUILD_RELEASE)/tools/loom/loom
 
 test-asan: setup
 	cmake --preset asan >/dev/null

@@ -135,31 +135,6 @@ MoeGating gating_of(const HParams &hp) {
          hp.expert_gating_func);
 }
 
-Tensor *build_ffn_or_experts(GraphContext &g, const LayerWeights &l, Tensor *cur, int64_t il) {
-    if (l.ffn_gate_inp == nullptr) {
-        return g.build_ffn(cur, {.up = l.ffn_up, .gate = l.ffn_gate, .down = l.ffn_down}, il);
-    }
-    const HParams &hp = g.hp;
-    Tensor *out = g.build_moe_ffn(cur,
-                                  {.gate_inp = l.ffn_gate_inp,
-                                   .up_exps = l.ffn_up_exps,
-                                   .gate_exps = l.ffn_gate_exps,
-                                   .down_exps = l.ffn_down_exps,
-                                   .exp_probs_b = l.ffn_exp_probs_b},
-                                  {.n_expert = hp.n_expert,
-                                   .n_expert_used = hp.n_expert_used,
-                                   .gating = gating_of(hp),
-                                   .norm_weights = hp.expert_weights_norm,
-                                   .weights_scale = hp.expert_weights_scale,
-                                   .n_groups = hp.n_expert_groups,
-                                   .n_group_used = hp.n_group_used},
-                                  il);
-    if (l.ffn_up_shexp == nullptr) return out;
-    Tensor *shared = g.build_ffn(
-        cur, {.up = l.ffn_up_shexp, .gate = l.ffn_gate_shexp, .down = l.ffn_down_shexp}, il);
-    return g.name(add(g.ctx0, out, shared), "ffn_out", il);
-}
-
 //   x = embed(tokens)
 //   per layer: x += latent_attn(rms_norm(x)); x += ffn_or_experts(rms_norm(x))
 //   logits = output(rms_norm(x))
@@ -179,7 +154,13 @@ void build_deepseek2(GraphContext &g) {
         }
         Tensor *ffn_in = g.name(add(g.ctx0, cur, x), "ffn_inp", il);
         cur = g.build_norm(ffn_in, l.ffn_norm, nullptr, NormType::rms, il);
-        cur = build_ffn_or_experts(g, l, cur, il);
+        cur = build_layer_ffn(g, l, cur,
+                              {.gating = gating_of(hp),
+                               .norm_weights = hp.expert_weights_norm,
+                               .weights_scale = hp.expert_weights_scale,
+                               .n_groups = hp.n_expert_groups,
+                               .n_group_used = hp.n_group_used},
+                              il);
         x = g.name(add(g.ctx0, cur, ffn_in), "l_out", il);
     }
     g.build_logits(g.build_norm(x, g.w.output_norm, nullptr, NormType::rms, -1));

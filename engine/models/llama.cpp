@@ -31,35 +31,6 @@ void load_llama_ffn(WeightLoader &w, const HParams &hp, int64_t il,
     }
 }
 
-// The layer's feed-forward on its normed input.
-Tensor *build_llama_ffn(GraphContext &g, const LayerWeights &l, Tensor *cur,
-                        const LlamaGraphOptions &options, int64_t il) {
-    if (l.ffn_gate_inp == nullptr) {
-        return g.build_ffn(cur, {.up = l.ffn_up, .gate = l.ffn_gate, .down = l.ffn_down}, il);
-    }
-    const HParams &hp = g.hp;
-    Tensor *out = g.build_moe_ffn(cur,
-                                  {.gate_inp = l.ffn_gate_inp,
-                                   .up_exps = l.ffn_up_exps,
-                                   .gate_exps = l.ffn_gate_exps,
-                                   .down_exps = l.ffn_down_exps},
-                                  {.n_expert = hp.n_expert,
-                                   .n_expert_used = hp.n_expert_used,
-                                   .norm_weights = options.moe_norm_weights,
-                                   .weights_scale = hp.expert_weights_scale},
-                                  il);
-    if (l.ffn_up_shexp == nullptr) return out;
-    Tensor *shared = g.build_ffn(
-        cur, {.up = l.ffn_up_shexp, .gate = l.ffn_gate_shexp, .down = l.ffn_down_shexp}, il);
-    if (l.ffn_gate_inp_shexp != nullptr) {
-        // The shared expert's share, sigmoid(gate · x), computed as silu(y) / y like llama.cpp
-        // (which rounds differently from a sigmoid).
-        Tensor *y = mul_mat(g.ctx0, l.ffn_gate_inp_shexp, cur);  // [1, n_tokens]
-        shared = mul(g.ctx0, shared, div(g.ctx0, silu(g.ctx0, y), y));
-    }
-    return g.name(add(g.ctx0, out, g.name(shared, "ffn_shexp_out", il)), "ffn_out", il);
-}
-
 }  // namespace
 
 void load_llama_weights(WeightLoader &w, const HParams &hp, ModelWeights &m,
@@ -130,7 +101,10 @@ void build_llama_graph(GraphContext &g, const LlamaGraphOptions &options) {
         }
         Tensor *ffn_in = g.name(add(g.ctx0, cur, x), "ffn_inp", il);
         cur = g.build_norm(ffn_in, l.ffn_norm, nullptr, NormType::rms, il);
-        cur = build_llama_ffn(g, l, cur, options, il);
+        cur = build_layer_ffn(
+            g, l, cur,
+            {.norm_weights = options.moe_norm_weights, .weights_scale = hp.expert_weights_scale},
+            il);
         x = g.name(add(g.ctx0, cur, ffn_in), "l_out", il);
     }
     g.build_logits(g.build_norm(x, g.w.output_norm, nullptr, NormType::rms, -1));

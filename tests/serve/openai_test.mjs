@@ -1,6 +1,6 @@
 // loom serve through the official openai client: completions and chat, streamed and not, equal
 // to `loom run`'s greedy output; 8 concurrent clients on 4 slots answered as if alone; a client
-// that leaves mid-stream frees its slot; errors in OpenAI's shape.
+// that leaves mid-stream frees its slot; errors in OpenAI's shape; 30 hostile bodies.
 // Usage: node openai_test.mjs LOOM MODEL BASE_URL   (a server on MODEL already at BASE_URL)
 import { execFileSync } from "node:child_process";
 import assert from "node:assert/strict";
@@ -163,4 +163,38 @@ await check("errors are 4xx in OpenAI's shape and the server lives on", async ()
   assert.equal(text.content, "Once upon");
   assert.equal((await status("/health")).code, 200);
   assert.equal(await metric("requests_processing"), 0);
+});
+
+await check("30 hostile bodies each get a 4xx and the server keeps serving", async () => {
+  const big = "x".repeat(10 << 20);
+  const bodies = [
+    "", "{", "{\"prompt\": ", "{\"prompt\": \"a\"", "[]", "null", "42", "\"prompt\"",
+    '{"prompt": "a", "max_tokens": -5}', '{"prompt": "a", "max_tokens": 0}',
+    '{"prompt": "a", "max_tokens": 1e300}', '{"prompt": "a", "max_tokens": 99999999999999999999}',
+    '{"prompt": "a", "temperature": 1e308}', '{"prompt": "a", "temperature": -1}',
+    '{"prompt": "a", "top_k": "many"}', '{"prompt": "a", "top_p": [1]}',
+    '{"prompt": "a", "seed": -1}', '{"prompt": "a", "stop": [1, 2]}',
+    '{"prompt": "a", "stop": {"a": 1}}', '{"prompt": "a", "stream": "yes"}',
+    '{"prompt": "a", "logprobs": 100}', '{"prompt": "a", "n": 3}', '{"prompt": null}',
+    '{"prompt": {"text": "a"}}', `{"prompt": "${big}"}`,
+    '{"prompt": "a", "frequency_penalty": 9}',
+    '{"messages": "hi"}', '{"messages": [{"role": "user"}]}',
+    '{"messages": [{"role": 7, "content": "x"}]}',
+  ];
+  const invalidUtf8 = Buffer.concat([Buffer.from('{"prompt": "'), Buffer.from([0xff, 0xfe, 0xc3]),
+                                     Buffer.from('"}')]);
+  const requests = bodies.map((body, i) => [i >= 26 ? "/v1/chat/completions" : "/v1/completions",
+                                            body]);
+  requests.push(["/v1/completions", invalidUtf8]);
+  assert.equal(requests.length, 30);
+  for (const [path, body] of requests) {
+    const r = await fetch(`${baseURL}${path}`, { method: "POST", body,
+                                                 headers: { "Content-Type": "application/json" } });
+    const label = `${path} ${String(body).slice(0, 60)}`;
+    assert.ok(r.status >= 400 && r.status < 500, `${label}: HTTP ${r.status}`);
+    const text = await r.text();
+    assert.ok(JSON.parse(text).error.message.length > 0, `${label}: ${text}`);
+  }
+  assert.equal(await metric("requests_processing"), 0);
+  assert.ok((await completionText("The cat", 4, false)).length > 0);
 });

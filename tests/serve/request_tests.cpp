@@ -100,5 +100,22 @@ TEST(JsonBody, MalformedJsonIsA400) {
     }
 }
 
+TEST(JsonBody, InvalidUtf8IsA400) {
+    for (const std::string body : {"{\"prompt\": \"\xff\"}", "{\"prompt\": \"\xc3\"}",
+                                   "{\"prompt\": \"\xed\xa0\x80\"}",  // a surrogate
+                                   "{\"prompt\": \"\xc0\xaf\"}"}) {   // overlong '/'
+        try {
+            parse_json_body(body);
+            ADD_FAILURE() << "accepted " << body;
+        } catch (const RequestError &e) {
+            EXPECT_EQ(e.status(), 400);
+            EXPECT_NE(std::string(e.what()).find("UTF-8"), std::string::npos);
+        }
+    }
+    EXPECT_EQ(
+        parse_json_body("{\"prompt\": \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"}")["prompt"],
+        "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+}
+
 }  // namespace
 }  // namespace loom::serve

@@ -228,14 +228,7 @@ void add_chat_command(CLI::App &app, int &exit_code) {
                      "context)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    command->add_option("--temp", sampling.temperature, "temperature (0: greedy)")
-        ->capture_default_str();
-    command->add_option("--top-k", sampling.top_k, "top-k (0: off)")->capture_default_str();
-    command->add_option("--top-p", sampling.top_p, "top-p (1: off)")->capture_default_str();
-    command->add_option("--min-p", sampling.min_p, "min-p (0: off)")->capture_default_str();
-    command->add_option("--repeat-penalty", sampling.repeat_penalty, "repeat penalty (1: off)")
-        ->capture_default_str();
-    command->add_option("--seed", sampling.seed, "seed of the draws (default: random)");
+    add_sampling_options(*command, sampling);
     command->add_flag("--no-repack", options->no_repack,
                       "keep block-format weights in the file's layout");
     command->callback([options, &exit_code] {

@@ -19,6 +19,17 @@ void add_model_options(CLI::App &command, ModelOptions &options,
         ->check(CLI::IsMember({"f16", "f32"}));
 }
 
+void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling) {
+    command.add_option("--temp", sampling.temperature, "temperature (0: greedy)")
+        ->capture_default_str();
+    command.add_option("--top-k", sampling.top_k, "top-k (0: off)")->capture_default_str();
+    command.add_option("--top-p", sampling.top_p, "top-p (1: off)")->capture_default_str();
+    command.add_option("--min-p", sampling.min_p, "min-p (0: off)")->capture_default_str();
+    command.add_option("--repeat-penalty", sampling.repeat_penalty, "repeat penalty (1: off)")
+        ->capture_default_str();
+    command.add_option("--seed", sampling.seed, "seed of the draws (default: random)");
+}
+
 engine::ContextOptions context_options(const ModelOptions &options) {
     return {.n_threads = options.n_threads,
             .flash_attn = options.flash_attn == "on",

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/context/context.h"
+#include "engine/sampling/sampler.h"
 
 namespace CLI {
 class App;
@@ -22,6 +23,9 @@ struct ModelOptions {
 // `default_kv_type`) to `command`, bound to `options`.
 void add_model_options(CLI::App &command, ModelOptions &options,
                        const std::string &default_kv_type);
+
+// Adds --temp, --top-k, --top-p, --min-p, --repeat-penalty and --seed to `command`.
+void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling);
 
 // ContextOptions with the threads, flash attention and KV type of `options`; the rest default.
 engine::ContextOptions context_options(const ModelOptions &options);

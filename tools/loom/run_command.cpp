@@ -171,14 +171,7 @@ void add_run_command(CLI::App &app, int &exit_code) {
                      "context size in tokens (0: the model's training context)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    command->add_option("--temp", sampling.temperature, "temperature (0: greedy)")
-        ->capture_default_str();
-    command->add_option("--top-k", sampling.top_k, "top-k (0: off)")->capture_default_str();
-    command->add_option("--top-p", sampling.top_p, "top-p (1: off)")->capture_default_str();
-    command->add_option("--min-p", sampling.min_p, "min-p (0: off)")->capture_default_str();
-    command->add_option("--repeat-penalty", sampling.repeat_penalty, "repeat penalty (1: off)")
-        ->capture_default_str();
-    command->add_option("--seed", sampling.seed, "seed of the draws (default: random)");
+    add_sampling_options(*command, sampling);
     command->add_flag("--ignore-eos", options->ignore_eos, "go on past end-of-generation tokens");
     command->add_flag("--no-repack", options->no_repack,
                       "keep block-format weights in the file's layout");

@@ -207,13 +207,9 @@ TEST_P(MoeFfn, MatchesDoubleReference) {
         EXPECT_NE(reference(without, w, x), want) << "the data never needs this option";
     }
     ASSERT_EQ(out->nelements(), int64_t(want.size()));
-    const auto *got = static_cast<const float *>(out->data);
-    double err = 0.0, norm = 0.0;
-    for (size_t i = 0; i < want.size(); ++i) {
-        err += (got[i] - want[i]) * (got[i] - want[i]);
-        norm += want[i] * want[i];
-    }
-    EXPECT_LT(err / norm, 1e-10);
+    const std::span<const float> got(static_cast<const float *>(out->data), want.size());
+    const double err = test::nmse<double>(got, want);
+    EXPECT_LT(err, 1e-10);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -66,13 +66,18 @@ inline std::vector<float> all_logits(Context &ctx, const std::vector<int32_t> &t
 }
 
 // sum (a - b)^2 / sum b^2, as ggml's test-backend-ops measures error.
-inline double nmse(std::span<const float> got, std::span<const float> want) {
+// sum (got - want)^2 / sum want^2 (want: floats, or a double-precision reference).
+template <typename Want>
+double nmse(std::span<const float> got, std::span<const Want> want) {
     double err = 0.0, ref = 0.0;
     for (size_t i = 0; i < want.size(); ++i) {
-        err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-        ref += double(want[i]) * want[i];
+        err += (double(got[i]) - double(want[i])) * (double(got[i]) - double(want[i]));
+        ref += double(want[i]) * double(want[i]);
     }
     return err / ref;
+}
+inline double nmse(std::span<const float> got, std::span<const float> want) {
+    return nmse<float>(got, want);
 }
 
 }  // namespace loom::engine::test

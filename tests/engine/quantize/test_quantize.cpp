@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -17,6 +18,7 @@
 #include "engine/quantize/tensor_types.h"
 #include "loom/error.h"
 #include "loom/gguf.h"
+#include "tests/engine/model/fixture.h"
 
 namespace loom::engine {
 namespace {
@@ -205,6 +207,31 @@ TEST_F(Quantize, Stories260kQ4KMFallsBackAsLlamaCpp) {
     EXPECT_EQ(fallbacks, 5 * 7 + 1);  // every matrix but output.weight, which chose Q8_0
     const auto model = Model::load(path, {.repack = true, .progress = false});
     EXPECT_NE(model, nullptr);
+}
+
+// The fixtures' generated F32 model quantized to each type loads and runs, with logits near the
+// source's: within NMSE 1e-3 for Q8_0; for every type finite and below 1, where logits of an
+// unrelated model of the same scale would be near 2 (2-bit Q2_K on these random weights: 0.68).
+TEST_F(Quantize, EveryTypeRunsNearTheSource) {
+    const std::vector<int32_t> tokens = test::load_fixture("llama-q-q8_0").tokens;
+    ASSERT_FALSE(tokens.empty());
+    const auto logits_of = [&](const std::string &path) {
+        const auto model = Model::load(path, {.repack = true, .progress = false});
+        Context ctx(*model, {.n_ctx = 256, .n_threads = 2, .kv_type = DType::F32});
+        return test::all_logits(ctx, tokens);
+    };
+    const std::vector<float> source = logits_of(fixture("llama-q-f32-source"));
+    for (const char *type : {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_M", "Q4_K_M",
+                             "Q5_K_M", "Q6_K", "F16", "BF16"}) {
+        SCOPED_TRACE(type);
+        const std::string path = out(std::string(type) + ".gguf");
+        quantize_file(fixture("llama-q-f32-source"), path, options_for(type, false));
+        const std::vector<float> got = logits_of(path);
+        ASSERT_EQ(got.size(), source.size());
+        for (const float x : got) ASSERT_TRUE(std::isfinite(x));
+        const double e = test::nmse(got, source);
+        EXPECT_LT(e, std::string(type) == "Q8_0" ? 1e-3 : 1.0);
+    }
 }
 
 TEST_F(Quantize, PureKeepsTheBaseTypeWhereRowsFit) {

@@ -23,9 +23,15 @@ namespace {
 
 using json = nlohmann::json;
 
+// Generated text may hold bytes that are not UTF-8 (a model can emit any byte token): they are
+// sent as U+FFFD rather than failing the response.
+std::string to_text(const json &body) {
+    return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 void send_json(httplib::Response &res, int status, const json &body) {
     res.status = status;
-    res.set_content(body.dump(), "application/json");
+    res.set_content(to_text(body), "application/json");
 }
 
 void send_error(httplib::Response &res, int status, const std::string &message,
@@ -215,12 +221,12 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                     continue;
                 }
                 if (!e.error.empty()) {
-                    const std::string data = "data: " + error_json(500, e.error).dump() + "\n\n";
+                    const std::string data = "data: " + to_text(error_json(500, e.error)) + "\n\n";
                     sink.write(data.data(), data.size());
                     break;
                 }
                 const std::string data =
-                    "data: " + chunk_json(*completion, e, first, model->vocab()).dump() + "\n\n";
+                    "data: " + to_text(chunk_json(*completion, e, first, model->vocab())) + "\n\n";
                 completion->text += e.text;
                 first = false;
                 if (!sink.write(data.data(), data.size())) return task->cancel(), false;

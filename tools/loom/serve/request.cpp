@@ -98,9 +98,35 @@ std::vector<ChatMessage> read_messages(const nlohmann::json &body) {
     return out;
 }
 
+// Well-formed UTF-8 (RFC 3629): no stray continuation bytes, no overlong forms, no surrogates,
+// nothing past U+10FFFF.
+bool valid_utf8(std::string_view s) {
+    for (size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        const size_t len = c < 0x80                ? 1
+                           : c >= 0xC2 && c < 0xE0 ? 2
+                           : c >= 0xE0 && c < 0xF0 ? 3
+                           : c >= 0xF0 && c < 0xF5 ? 4
+                                                   : 0;
+        if (len == 0 || i + len > s.size()) return false;
+        uint32_t cp = len == 1 ? c : c & (0xFF >> (len + 1));
+        for (size_t k = 1; k < len; ++k) {
+            const auto cc = static_cast<unsigned char>(s[i + k]);
+            if ((cc & 0xC0) != 0x80) return false;
+            cp = (cp << 6) | (cc & 0x3F);
+        }
+        const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < min[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+        i += len;
+    }
+    return true;
+}
+
 }  // namespace
 
 nlohmann::json parse_json_body(const std::string &body) {
+    // JSON text is UTF-8 (RFC 8259), and the prompt's bytes would otherwise reach the tokenizer.
+    if (!valid_utf8(body)) bad("", "the body is not valid UTF-8");
     try {
         return nlohmann::json::parse(body);
     } catch (const nlohmann::json::parse_error &e) {
