@@ -100,6 +100,22 @@ TEST(JsonBody, MalformedJsonIsA400) {
     }
 }
 
+TEST(JsonBody, NumbersBeyondDoubleAndOddPartsAre400s) {
+    for (const std::string body :
+         {"{\"prompt\": \"x\", \"temperature\": 1e999}", "{\"a\": -1e999}"}) {
+        try {
+            parse_json_body(body);
+            ADD_FAILURE() << "accepted " << body;
+        } catch (const RequestError &e) {
+            EXPECT_EQ(e.status(), 400);
+        }
+    }
+    EXPECT_EQ(error_of(json::parse(R"({"messages": [{"role": "user",
+                                        "content": [{"type": 1, "text": "x"}]}]})"),
+                       true),
+              std::make_pair(400, std::string("messages[0].content")));
+}
+
 TEST(JsonBody, InvalidUtf8IsA400) {
     for (const std::string body : {"{\"prompt\": \"\xff\"}", "{\"prompt\": \"\xc3\"}",
                                    "{\"prompt\": \"\xed\xa0\x80\"}",  // a surrogate

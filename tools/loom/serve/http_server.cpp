@@ -60,6 +60,7 @@ struct HttpServer::Impl {
     ServeOptions options;
     httplib::Server http;
     std::atomic<bool> ready{false};
+    std::atomic<bool> stop_requested{false};
     std::unique_ptr<engine::Model> model;
     std::unique_ptr<Scheduler> scheduler;
     std::string model_name;
@@ -112,6 +113,8 @@ void HttpServer::Impl::routes() {
                 send_error(res, e.status(), e.what(), e.param());
             } catch (const Error &e) {
                 send_error(res, 400, e.what());
+            } catch (const nlohmann::json::exception &e) {  // a field of an unexpected type
+                send_error(res, 400, e.what());
             }
         };
     };
@@ -141,8 +144,9 @@ void HttpServer::Impl::tokenize(const httplib::Request &req, httplib::Response &
     if (!body.is_object() || !body.contains("content") || !body["content"].is_string()) {
         throw RequestError(400, "content", "'content' must be a string");
     }
-    const bool add_special = body.value("add_special", false);
-    const bool parse_special = body.value("parse_special", true);
+    bool add_special = false, parse_special = true;
+    read_bool(body, "add_special", add_special);
+    read_bool(body, "parse_special", parse_special);
     send_json(res, 200,
               {{"tokens", model->vocab().tokenize(body["content"].get<std::string>(), add_special,
                                                   parse_special)}});
@@ -254,7 +258,21 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
         fail("serve", "cannot listen on {}:{} (in use, or not an address of this machine)",
              s.options.host, port);
     }
-    std::thread listener([&s] { s.http.listen_after_bind(); });
+    std::atomic<bool> listening_ended{false};
+    std::thread listener([&s, &listening_ended] {
+        s.http.listen_after_bind();
+        listening_ended = true;
+    });
+    // httplib's stop() does nothing before the listener has started, so it is repeated until
+    // the listener is gone; stop() of this class only asks for it (a signal's thread may call
+    // it while the model is loading).
+    const auto end_listening = [&] {
+        while (!listening_ended) {
+            s.http.stop();
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        listener.join();
+    };
     on_listening(port);
     try {
         s.model = engine::Model::load(s.options.model_path);
@@ -271,21 +289,23 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
                                        .kv_type = s.options.kv_type,
                                        .max_queue = s.options.max_queue});
     } catch (...) {
-        s.http.stop();
-        listener.join();
+        end_listening();
         throw;
     }
     s.ready = true;
-    listener.join();  // until stop()
+    while (!s.stop_requested && !listening_ended) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // The scheduler first: every request in flight gets its last event and its handler returns,
+    // which the HTTP server waits for; requests arriving meanwhile get 503.
+    s.scheduler->shutdown();
+    end_listening();
     s.ready = false;
-    s.scheduler.reset();  // cancels what is still running
+    s.scheduler.reset();
 }
 
 void HttpServer::stop() {
-    // The scheduler first: every request in flight gets its last event and its handler returns,
-    // which the HTTP server waits for.
-    if (impl_->scheduler) impl_->scheduler->shutdown();
-    impl_->http.stop();
+    impl_->stop_requested = true;
 }
 
 }  // namespace loom::serve

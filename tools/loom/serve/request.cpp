@@ -36,13 +36,6 @@ void read_integer(const nlohmann::json &body, const char *name, int64_t lo, int6
     out = Int(x);
 }
 
-void read_bool(const nlohmann::json &body, const char *name, bool &out) {
-    const nlohmann::json *v = field(body, name);
-    if (v == nullptr) return;
-    if (!v->is_boolean()) bad(name, fmt::format("'{}' must be true or false", name));
-    out = v->get<bool>();
-}
-
 // OpenAI allows a string or up to 4 strings.
 std::vector<std::string> read_stop(const nlohmann::json &body) {
     const nlohmann::json *v = field(body, "stop");
@@ -64,7 +57,8 @@ std::string message_content(const nlohmann::json &content, size_t i) {
     if (!content.is_array()) bad(param, fmt::format("'{}' must be a string or text parts", param));
     std::string text;
     for (const auto &part : content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        const auto type = part.is_object() ? part.find("type") : part.end();
+        if (!part.is_object() || type == part.end() || *type != "text" || !part.contains("text") ||
             !part["text"].is_string()) {
             bad(param, fmt::format("'{}' may only hold parts of type \"text\"", param));
         }
@@ -124,12 +118,19 @@ bool valid_utf8(std::string_view s) {
 
 }  // namespace
 
+void read_bool(const nlohmann::json &body, const char *name, bool &out) {
+    const nlohmann::json *v = field(body, name);
+    if (v == nullptr) return;
+    if (!v->is_boolean()) bad(name, fmt::format("'{}' must be true or false", name));
+    out = v->get<bool>();
+}
+
 nlohmann::json parse_json_body(const std::string &body) {
     // JSON text is UTF-8 (RFC 8259), and the prompt's bytes would otherwise reach the tokenizer.
     if (!valid_utf8(body)) bad("", "the body is not valid UTF-8");
     try {
         return nlohmann::json::parse(body);
-    } catch (const nlohmann::json::parse_error &e) {
+    } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range (1e999)
         bad("", fmt::format("the body is not valid JSON: {}", e.what()));
     }
 }

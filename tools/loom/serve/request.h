@@ -47,4 +47,7 @@ CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat
 // The body as JSON; RequestError (400) with the parser's message when it is not.
 nlohmann::json parse_json_body(const std::string &body);
 
+// body[name] into `out` when present and not null; RequestError (400) unless a bool.
+void read_bool(const nlohmann::json &body, const char *name, bool &out);
+
 }  // namespace loom::serve

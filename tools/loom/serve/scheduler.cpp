@@ -55,8 +55,23 @@ struct Scheduler::Slot {
 
 namespace {
 
-engine::ContextOptions context_options(const SchedulerOptions &o) {
-    return {.n_ctx = o.n_ctx,
+// Cells per slot: an equal share of --ctx-size, at most the model's training context (positions
+// past it are refused by models with learned positions, and degrade the others).
+int64_t slot_cells(const engine::Model &model, const SchedulerOptions &o) {
+    int64_t per_slot = o.n_ctx / std::max(1, o.n_parallel);
+    if (model.hparams().n_ctx_train > 0) per_slot = std::min(per_slot, model.hparams().n_ctx_train);
+    // A slot must hold a prompt and room to answer.
+    constexpr int64_t kMinSlotCells = 16;
+    if (per_slot < kMinSlotCells) {
+        fail("serve",
+             "--ctx-size {} over --parallel {} leaves {} cells per slot; at least {} are needed",
+             o.n_ctx, o.n_parallel, per_slot, kMinSlotCells);
+    }
+    return per_slot;
+}
+
+engine::ContextOptions context_options(const SchedulerOptions &o, int64_t slot_ctx) {
+    return {.n_ctx = slot_ctx * o.n_parallel,
             .n_batch = o.n_batch,
             .n_ubatch = std::min<int64_t>(o.n_batch, 512),
             .n_threads = o.n_threads,
@@ -93,8 +108,8 @@ void log_probabilities(std::span<const float> logits, int32_t token, int n, Even
 Scheduler::Scheduler(const engine::Model &model, const SchedulerOptions &options)
     : model_(model),
       options_(options),
-      slot_ctx_(options.n_ctx / std::max(1, options.n_parallel)),
-      ctx_(model, context_options(options)) {
+      slot_ctx_(slot_cells(model, options)),
+      ctx_(model, context_options(options, slot_ctx_)) {
     for (int i = 0; i < options.n_parallel; ++i) {
         slots_.push_back(std::make_unique<Slot>());
         slots_.back()->id = i;
@@ -119,6 +134,7 @@ void Scheduler::shutdown() {
 
 std::shared_ptr<Task> Scheduler::submit(Job job) {
     std::lock_guard lock(mutex_);
+    if (stopping_) return nullptr;  // the loop is gone: nothing would answer
     // Queued jobs take the free slots first; max_queue more may wait.
     const auto free =
         std::count_if(slots_.begin(), slots_.end(), [](const auto &s) { return !s->busy(); });
@@ -262,7 +278,7 @@ void Scheduler::step(std::unique_lock<std::mutex> &lock) {
     std::string error;
     try {
         ctx_.decode(batch);
-    } catch (const Error &e) {
+    } catch (const std::exception &e) {  // a bad batch, or out of memory: fail these slots only
         error = e.what();
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -280,7 +296,12 @@ void Scheduler::step(std::unique_lock<std::mutex> &lock) {
         } else {
             ++slot->n_past;
         }
-        if (slot->output >= 0) after_decode(*slot, ctx_.logits(slot->output));
+        if (slot->output < 0) continue;
+        try {
+            after_decode(*slot, ctx_.logits(slot->output));
+        } catch (const std::exception &e) {  // e.g. every logit NaN: this slot fails alone
+            if (slot->busy()) finish(*slot, "stop", e.what());
+        }
     }
     metrics_.prompt_tokens += n_prompt_tokens;
     (generating ? metrics_.generation_seconds : metrics_.prompt_seconds) += seconds;
