@@ -132,6 +132,27 @@ await check("a client leaving mid-stream frees its slot", async () => {
   assert.equal((await completionText("The cat", 4, false)).length > 0, true);
 });
 
+await check("a client leaving a non-streamed request frees its slot", async () => {
+  const before = await metric("tokens_predicted_total");
+  const abort = new AbortController();
+  const pending = fetch(`${baseURL}/v1/completions`, {
+    method: "POST", signal: abort.signal, headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ prompt: "Once upon a time", max_tokens: 480, temperature: 0 }) }).catch((e) => e);
+  for (let i = 0; i < 200 && (await metric("requests_processing")) === 0; ++i) {
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  abort.abort();
+  assert.equal((await pending).name, "AbortError");
+  let processing = 1;
+  for (let i = 0; i < 40 && processing > 0; ++i) {
+    await new Promise((r) => setTimeout(r, 50));
+    processing = await metric("requests_processing");
+  }
+  assert.equal(processing, 0, "the slot is still busy");
+  const generated = (await metric("tokens_predicted_total")) - before;
+  assert.ok(generated < 480, `the cancelled request ran to its end (${generated} tokens)`);
+});
+
 async function status(path, init) {
   const r = await fetch(`${baseURL}${path}`, init);
   const body = await r.text();

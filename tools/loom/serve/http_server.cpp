@@ -13,6 +13,7 @@
 #include "engine/model/model.h"
 #include "loom/error.h"
 #include "tools/loom/serve/chat_prompt.h"
+#include "tools/loom/serve/client_connection.h"
 #include "tools/loom/serve/metrics.h"
 #include "tools/loom/serve/request.h"
 #include "tools/loom/serve/responses.h"
@@ -51,8 +52,9 @@ int64_t unix_time() {
         .count();
 }
 
-// How long a streamed request waits for its next event before checking the client is still there.
-constexpr auto kPoll = std::chrono::milliseconds(100);
+// How long a request waits for its next event before checking the client is still there: under
+// one decode step of any model worth serving, so a hang-up is seen within a step.
+constexpr auto kPoll = std::chrono::milliseconds(20);
 
 }  // namespace
 
@@ -198,8 +200,12 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                                                 .model = model_name,
                                                 .chat = chat,
                                                 .logprobs = request.logprobs});
+    // A client that hangs up cancels its task (freeing its slot at the next step) whether it
+    // waits in the queue, its prompt is decoded, or it is generating.
+    auto client = std::make_shared<ClientConnection>(req);
     if (!request.stream) {
         for (Event e; !e.done;) {
+            if (client->closed()) return task->cancel();
             if (!task->next(e, kPoll)) continue;
             if (!e.error.empty()) return send_error(res, 500, e.error);
             completion->text += e.text;
@@ -213,17 +219,15 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
         }
         return send_json(res, 200, completion_json(*completion, model->vocab()));
     }
-    // Server-sent events, one per event of the task, then [DONE]. A failed write means the
-    // client went away: the task is cancelled and its slot freed at the next step.
+    // Server-sent events, one per event of the task, then [DONE]. A failed write also means the
+    // client went away.
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, task, completion](size_t, httplib::DataSink &sink) {
+        [this, task, completion, client](size_t, httplib::DataSink &sink) {
             bool first = true;
             for (Event e; !e.done;) {
-                if (!task->next(e, kPoll)) {
-                    if (!sink.is_writable()) return task->cancel(), false;
-                    continue;
-                }
+                if (client->closed()) return task->cancel(), false;
+                if (!task->next(e, kPoll)) continue;
                 if (!e.error.empty()) {
                     const std::string data = "data: " + to_text(error_json(500, e.error)) + "\n\n";
                     sink.write(data.data(), data.size());

@@ -16,10 +16,12 @@ std::string prometheus_metrics(const SchedulerMetrics &m) {
     std::string out;
     add(out, "prompt_tokens_total", "counter", "Prompt tokens processed.", double(m.prompt_tokens));
     add(out, "tokens_predicted_total", "counter", "Tokens generated.", double(m.generated_tokens));
-    add(out, "prompt_seconds_total", "counter", "Time spent on steps with prompt tokens only.",
+    add(out, "prompt_seconds_total", "counter",
+        "Time spent on prompt tokens (a step mixing prompt and generation shared by token count).",
         m.prompt_seconds);
     add(out, "tokens_predicted_seconds_total", "counter",
-        "Time spent on steps that generated tokens.", m.generation_seconds);
+        "Time spent on generated tokens (a mixed step shared by token count).",
+        m.generation_seconds);
     add(out, "predicted_tokens_seconds", "gauge", "Generated tokens per second of generation.",
         m.generation_seconds > 0 ? double(m.generated_tokens) / m.generation_seconds : 0.0);
     add(out, "kv_cache_usage_ratio", "gauge", "Fraction of the KV cache's cells in use.",

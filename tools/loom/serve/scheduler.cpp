@@ -248,7 +248,6 @@ void Scheduler::step(std::unique_lock<std::mutex> &lock) {
     // Generating slots first, one token each; then prompts, as far as the batch allows.
     engine::Batch batch;
     int64_t n_outputs = 0, n_prompt_tokens = 0;
-    bool generating = false;
     for (auto &slot : slots_) {
         slot->output = -1;
         slot->n_taken = 0;
@@ -256,7 +255,6 @@ void Scheduler::step(std::unique_lock<std::mutex> &lock) {
         batch.add(slot->next_token, slot->n_past, slot->id, true);
         slot->output = n_outputs++;
         slot->n_taken = 1;
-        generating = true;
     }
     for (auto &slot : slots_) {
         if (!slot->busy() || !slot->prefilling()) continue;
@@ -303,8 +301,11 @@ void Scheduler::step(std::unique_lock<std::mutex> &lock) {
             if (slot->busy()) finish(*slot, "stop", e.what());
         }
     }
+    // A step mixing both kinds has no per-token clock: its time is shared by token count.
+    const double prompt_share = double(n_prompt_tokens) / double(batch.size());
     metrics_.prompt_tokens += n_prompt_tokens;
-    (generating ? metrics_.generation_seconds : metrics_.prompt_seconds) += seconds;
+    metrics_.prompt_seconds += seconds * prompt_share;
+    metrics_.generation_seconds += seconds * (1.0 - prompt_share);
     metrics_.kv_cells_used = ctx_.kv().used();
 }
 
