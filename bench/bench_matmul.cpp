@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/cpu/simd.h"
@@ -212,7 +213,9 @@ float sum_floats(const float *p, size_t n) {
 void bm_read_bw(benchmark::State &state) {
     const int n_threads = int(state.range(0));
     const size_t n = kReadBytes / sizeof(float);
-    std::vector<float> buf(n);
+    // Host memory as the weights get it (huge pages where the kernel grants them).
+    const std::unique_ptr<Buffer> memory = host_buffer_type().allocate(kReadBytes);
+    std::span<float> buf(static_cast<float *>(memory->base()), n);
     cpu::ThreadPool pool(n_threads);
     // First touch by the threads that read, then one untimed pass.
     pool.run([&](int ith) {

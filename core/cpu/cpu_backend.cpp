@@ -1,6 +1,8 @@
 // CpuBackend: validates a graph, sizes the scratch buffer and runs every node on all threads
 // with a barrier between nodes.
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <vector>
 
 #include "core/cpu/kernels.h"
@@ -86,6 +88,22 @@ bool has_kernel(const Tensor *node) {
     return (k.compute != nullptr || is_metadata_op) && (k.supports == nullptr || k.supports(node));
 }
 
+// The profile's key for a node: matrix products are told apart by their weights' type.
+std::string profile_kind(const Tensor *node) {
+    std::string kind = op_name(node->op);
+    if ((node->op == Op::mul_mat || node->op == Op::mul_mat_id) && node->src[0] != nullptr) {
+        kind += ' ';
+        kind += dtype_name(node->src[0]->type);
+    }
+    return kind;
+}
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
 }  // namespace
 
 struct CpuBackend::Impl {
@@ -93,6 +111,8 @@ struct CpuBackend::Impl {
     cpu::ThreadPool pool;
     std::vector<std::byte> scratch;
     EvalCallback eval_callback;
+    bool profiling = false;
+    std::map<std::string, OpTime> profile;
 };
 
 CpuBackend::CpuBackend(int n_threads)
@@ -160,8 +180,19 @@ void CpuBackend::graph_compute(const Graph &graph) {
             if (!(node->flags & kFlagCompute)) continue;
             const Kernel &k = table[size_t(node->op)];
             if (k.compute == nullptr) continue;
-            k.compute(params, node);
-            params.barrier();
+            if (impl_->profiling && ith == 0) {
+                const auto start = Clock::now();
+                k.compute(params, node);
+                const auto computed = Clock::now();
+                params.barrier();
+                OpTime &t = impl_->profile[profile_kind(node)];
+                ++t.count;
+                t.seconds += seconds_between(start, Clock::now());
+                t.wait_seconds += seconds_between(computed, Clock::now());
+            } else {
+                k.compute(params, node);
+                params.barrier();
+            }
             if (impl_->eval_callback) {
                 if (ith == 0) impl_->eval_callback(node);
                 params.barrier();
@@ -172,6 +203,22 @@ void CpuBackend::graph_compute(const Graph &graph) {
 
 void CpuBackend::set_eval_callback(EvalCallback callback) {
     impl_->eval_callback = std::move(callback);
+}
+
+void CpuBackend::set_profiling(bool on) {
+    impl_->profiling = on;
+}
+
+std::vector<CpuBackend::OpTime> CpuBackend::take_profile() {
+    std::vector<OpTime> out;
+    for (auto &[kind, t] : impl_->profile) {
+        t.kind = kind;
+        out.push_back(t);
+    }
+    impl_->profile.clear();
+    std::sort(out.begin(), out.end(),
+              [](const OpTime &a, const OpTime &b) { return a.seconds > b.seconds; });
+    return out;
 }
 
 }  // namespace loom

@@ -58,6 +58,7 @@ class Context {
     void set_eval_callback(CpuBackend::EvalCallback callback) {
         backend_.set_eval_callback(std::move(callback));
     }
+    CpuBackend &backend() { return backend_; }
 
   private:
     void check(const Batch &batch) const;

@@ -162,11 +162,21 @@ Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_tra
             cur = cont(ctx0, permute(ctx0, cur, 0, 2, 1, 3));
         }
     } else {
-        Tensor *kq = name(mul_mat(ctx0, k, q), "kq", il);  // [n_kv, n_q, n_head, ns]
+        // The query heads that share a KV head (head h uses KV head h / n_gqa) become columns
+        // of one product, [head_dim, n_q · n_gqa, n_head_kv, ns], so each KV head's K and V are
+        // read once rather than once per query head. Every output is the same dot product in
+        // the same order as with one product per head, only fewer passes over the cache.
+        const int64_t n_q = q->ne[1], n_head = q->ne[2], n_head_kv = k->ne[2], ns = q->ne[3];
+        const int64_t n_gqa = n_head / n_head_kv;
+        Tensor *q_grouped = reshape(ctx0, cont(ctx0, q), {q->ne[0], n_q * n_gqa, n_head_kv, ns});
+        Tensor *kq = mul_mat(ctx0, k, q_grouped);
+        kq = name(reshape(ctx0, kq, {kq->ne[0], n_q, n_head, ns}), "kq",
+                  il);  // [n_kv, n_q, n_head, ns]
         kq = name(soft_max_ext(ctx0, kq, kq_mask, {.scale = kq_scale}), "kq_soft_max", il);
         // V as [n_kv, head_dim_v, n_head_kv, ns]: each output a dot product over the cells
         if (!v_trans) v = cont(ctx0, permute(ctx0, v, 1, 0, 2, 3));
-        Tensor *kqv = mul_mat(ctx0, v, kq);  // [head_dim_v, n_q, n_head, ns]
+        Tensor *kqv = mul_mat(ctx0, v, reshape(ctx0, kq, {kq->ne[0], n_q * n_gqa, n_head_kv, ns}));
+        kqv = reshape(ctx0, kqv, {kqv->ne[0], n_q, n_head, ns});  // [head_dim_v, n_q, n_head, ns]
         if (v_mla != nullptr) kqv = name(mul_mat(ctx0, v_mla, kqv), "kqv_mla", il);
         cur = cont(ctx0, permute(ctx0, kqv, 0, 2, 1, 3));  // [head_dim_v, n_head, n_q, ns]
     }

@@ -2,6 +2,8 @@
 // The CPU backend: runs a graph with a pool of threads that lives across runs.
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "loom/backend.h"
 #include "loom/core.h"
@@ -30,6 +32,18 @@ class CpuBackend : public Backend {
     // intermediate results (debugging, activation statistics). Empty: none (the default).
     using EvalCallback = std::function<void(const Tensor *node)>;
     void set_eval_callback(EvalCallback callback);
+
+    // Where graph_compute's time goes, per kind of node: the op, and for matrix products the
+    // weights' type. `seconds` runs from a node's start to the barrier after it (so it includes
+    // the wait for the slowest thread), `wait_seconds` is the part thread 0 spent in that
+    // barrier. Off by default (it reads the clock twice per node); accumulates until taken.
+    struct OpTime {
+        std::string kind;
+        int64_t count = 0;
+        double seconds = 0.0, wait_seconds = 0.0;
+    };
+    void set_profiling(bool on);
+    std::vector<OpTime> take_profile();  // the largest first; resets the totals
 
   private:
     struct Impl;

@@ -40,6 +40,7 @@ struct BenchOptions {
     int repetitions = 5;
     std::string output = "md";
     bool warmup = true;
+    bool profile = false;
 };
 
 // One configuration and test.
@@ -108,6 +109,7 @@ class Runner {
         for (int i = 0; i < n_gen; ++i) decode({next_token()});
         return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
     }
+    CpuBackend &backend() { return ctx_->backend(); }
 
   private:
     int32_t next_token() {
@@ -139,6 +141,21 @@ class Runner {
     std::unique_ptr<engine::Context> ctx_;
     engine::Pos pos_ = 0;
 };
+
+// --profile: per kind of node, its share of the test's compute time, per run.
+void print_profile(const std::vector<CpuBackend::OpTime> &profile, const Instance &inst, int runs) {
+    double total = 0.0;
+    for (const auto &t : profile) total += t.seconds;
+    fmt::print(stderr,
+               "profile of pp{} tg{}, {} thread(s), per run ({:.2f} ms of graph compute):\n",
+               inst.n_prompt, inst.n_gen, inst.n_threads, 1e3 * total / runs);
+    fmt::print(stderr, "  {:<16} {:>8} {:>10} {:>7} {:>10}\n", "node", "count", "ms", "share",
+               "wait ms");
+    for (const auto &t : profile) {
+        fmt::print(stderr, "  {:<16} {:>8} {:>10.3f} {:>6.1f}% {:>10.3f}\n", t.kind, t.count / runs,
+                   1e3 * t.seconds / runs, 100.0 * t.seconds / total, 1e3 * t.wait_seconds / runs);
+    }
+}
 
 std::vector<Instance> instances(const BenchOptions &o) {
     std::vector<std::pair<int, int>> tests;
@@ -204,9 +221,11 @@ void run_bench(const BenchOptions &o, const BenchColumns &columns) {
                           .n_gen = inst.n_gen,
                           .test_time = now_iso8601(),
                           .samples_ns = {}};
+            runner.backend().set_profiling(o.profile);
             for (int i = 0; i < o.repetitions; ++i) {
                 r.samples_ns.push_back(runner.run_ns(inst.n_prompt, inst.n_gen));
             }
+            if (o.profile) print_profile(runner.backend().take_profile(), inst, o.repetitions);
             if (o.output == "md") fmt::print("{}", bench_markdown_row(r, columns));
             if (o.output == "csv" && first_row) fmt::print("{}", bench_csv_header(r, env));
             if (o.output == "csv") fmt::print("{}", bench_csv_row(r, env));
@@ -255,6 +274,8 @@ void add_bench_command(CLI::App &app, int &exit_code) {
         ->capture_default_str()
         ->check(CLI::IsMember({"md", "json", "jsonl", "csv"}));
     command->add_flag("!--no-warmup", o->warmup, "skip the warm-up run");
+    command->add_flag("--profile", o->profile,
+                      "print to stderr where each test's time goes, per kind of node");
     command->callback([command, o, &exit_code] {
         const BenchColumns columns{.n_batch = command->count("-b") > 0,
                                    .flash_attn = command->count("--flash-attn") > 0,
