@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/cpu/repack.h"
 #include "core/cpu/simd.h"
 #include "core/quant/legacy_formats.h"
 
@@ -97,6 +98,9 @@ constexpr int64_t kNarrowMaxN = 4;
 // Each of the VL rows being read is prefetched this far ahead (the packed path's reason for
 // prefetching holds here, with VL streams instead of one).
 constexpr int64_t kNarrowPrefetchBytes = 1024;
+// A group of grouped weights is one contiguous stream; prefetched as far ahead as the integer
+// kernels prefetch theirs (core/cpu/qgemm.h, kStreamAhead).
+constexpr size_t kGroupPrefetchBytes = 2048;
 
 template <typename W, int NX>
 void narrow_rows(const std::byte *a, size_t nb1, int64_t rows, int64_t K, const float *const *x,
@@ -134,8 +138,62 @@ void narrow_rows(const std::byte *a, size_t nb1, int64_t rows, int64_t K, const 
     }
 }
 
+// Grouped weights (Job::a_grouped): element k of a group's 16 rows is one load, so g groups'
+// outputs advance with one load and NX FMAs per k, each group on its own chains (two groups keep
+// two chains in flight). The sums are narrow_rows' bit for bit: k order, restarted every KC.
+static_assert(!LOOM_INTEGER_KERNELS || VL == kRepackRows, "a group is one vector of rows");
+
+template <typename W, int G, int NX>
+void narrow_groups(const std::byte *a, size_t group_bytes, int64_t K, const float *const *x,
+                   float *const *d) {
+    vf total[G][NX];
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {
+        const int64_t kc = std::min(KC, K - k0);
+        vf acc[G][NX] = {};
+        for (int64_t k = k0; k < k0 + kc; ++k) {
+#pragma GCC unroll 2
+            for (int g = 0; g < G; ++g) {
+                const std::byte *group = a + size_t(g) * group_bytes;
+                if (k % (64 / (VL * W::kSize)) == 0) {  // once per cache line of the group
+                    __builtin_prefetch(group + size_t(k * VL) * W::kSize + kGroupPrefetchBytes, 0,
+                                       3);
+                }
+                const vf w = W::vec(group, k * VL);
+                for (int c = 0; c < NX; ++c) acc[g][c] = fmadd(w, splat(x[c][k]), acc[g][c]);
+            }
+        }
+        for (int g = 0; g < G; ++g) {
+            for (int c = 0; c < NX; ++c)
+                total[g][c] = k0 == 0 ? acc[g][c] : total[g][c] + acc[g][c];
+        }
+    }
+    for (int g = 0; g < G; ++g) {
+        for (int c = 0; c < NX; ++c) store(d[c] + g * VL, total[g][c]);
+    }
+}
+
+// Packs a GEMM panel of `rows` (a multiple of VL) grouped rows: pack_panel's output.
+template <typename W>
+void pack_groups(const std::byte *a, size_t group_bytes, int64_t rows, int64_t k0, int64_t kc,
+                 float *out) {
+    for (int64_t k = 0; k < kc; ++k) {
+        for (int h = 0; h < MR; h += VL) {
+            const vf v = h < rows ? W::vec(a + size_t(h / VL) * group_bytes, (k0 + k) * VL) : vf{};
+            store(out + k * MR + h, v);
+        }
+    }
+}
+
 using NarrowKernel = void (*)(const std::byte *, size_t, int64_t, int64_t, const float *const *,
                               float *const *);
+using GroupKernel = void (*)(const std::byte *, size_t, int64_t, const float *const *,
+                             float *const *);
+
+template <typename W, int G>
+constexpr std::array<GroupKernel, kNarrowMaxN> group_kernels() {
+    return {narrow_groups<W, G, 1>, narrow_groups<W, G, 2>, narrow_groups<W, G, 3>,
+            narrow_groups<W, G, 4>};
+}
 
 template <typename W>
 constexpr std::array<NarrowKernel, kNarrowMaxN> narrow_kernels() {
@@ -146,8 +204,16 @@ constexpr std::array<NarrowKernel, kNarrowMaxN> narrow_kernels() {
 constexpr std::array<WeightOps, kDTypeCount> kWeightOps = [] {
     std::array<WeightOps, kDTypeCount> t{};
     t[size_t(DType::F32)] = {.pack = pack_panel<LoadF32>, .narrow = narrow_kernels<LoadF32>()};
-    t[size_t(DType::F16)] = {.pack = pack_panel<LoadF16>, .narrow = narrow_kernels<LoadF16>()};
-    t[size_t(DType::BF16)] = {.pack = pack_panel<LoadBF16>, .narrow = narrow_kernels<LoadBF16>()};
+    t[size_t(DType::F16)] = {
+        .pack = pack_panel<LoadF16>,
+        .narrow = narrow_kernels<LoadF16>(),
+        .pack_grouped = pack_groups<LoadF16>,
+        .narrow_grouped = {group_kernels<LoadF16, 1>(), group_kernels<LoadF16, 2>()}};
+    t[size_t(DType::BF16)] = {
+        .pack = pack_panel<LoadBF16>,
+        .narrow = narrow_kernels<LoadBF16>(),
+        .pack_grouped = pack_groups<LoadBF16>,
+        .narrow_grouped = {group_kernels<LoadBF16, 1>(), group_kernels<LoadBF16, 2>()}};
     return t;
 }();
 
@@ -232,6 +298,14 @@ void pack_a(const Job &job, int64_t m0, int64_t mc, int64_t k0, int64_t kc, floa
             float *buf) {
     const size_t k_off = element_offset(job.a_type, k0, job.a_nb0);
     const WeightOps &ops = weight_ops(job.a_type);
+    if (job.a_grouped) {
+        const size_t group_bytes = job.a_nb1 * size_t(VL);
+        for (int64_t p = 0; p * MR < mc; ++p) {
+            ops.pack_grouped(job.a + size_t((m0 + p * MR) / VL) * group_bytes, group_bytes,
+                             std::min<int64_t>(MR, mc - p * MR), k0, kc, out + p * kc * MR);
+        }
+        return;
+    }
     if (ops.pack != nullptr && job.a_nb0 == traits(job.a_type).type_size) {
         for (int64_t p = 0; p * MR < mc; ++p) {
             ops.pack(job.a + size_t(m0 + p * MR) * job.a_nb1 + k_off, job.a_nb1,
@@ -338,6 +412,18 @@ void few_columns_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const S
         const float *src = load_row(DType::F32, job.cols.b_row(c), job.cols.b_nb0, K, s.rows);
         for (int64_t k = 0; k < K; ++k) buf[k] = round ? round(src[k]) : src[k];
         x[c] = buf;
+    }
+    if (job.a_grouped) {
+        const size_t group_bytes = job.a_nb1 * size_t(VL);
+        for (int64_t m = mb; m < me; m += 2 * VL) {
+            const int groups = me - m >= 2 * VL ? 2 : 1;
+            float *dm[kNarrowMaxN];
+            for (int c = 0; c < nx; ++c) dm[c] = job.cols.dst_row(c) + m;
+            weight_ops(job.a_type)
+                .narrow_grouped[size_t(groups - 1)][size_t(nx - 1)](
+                    job.a + size_t(m / VL) * group_bytes, group_bytes, K, x, dm);
+        }
+        return;
     }
     const NarrowKernel kernel = weight_ops(job.a_type).narrow[size_t(nx - 1)];
     for (int64_t m = mb; m < me; m += VL) {
@@ -452,7 +538,8 @@ void run(const ComputeParams &params, const Problem &problem, std::byte *work) {
             }
         } else if (has_block_dot(job.a_type)) {
             quantized_rows(job, K, mb, me, work);
-        } else if (job.n <= kNarrowMaxN && job.a_nb0 == traits(job.a_type).type_size) {
+        } else if (job.n <= kNarrowMaxN &&
+                   (job.a_grouped || job.a_nb0 == traits(job.a_type).type_size)) {
             few_columns_rows(job, K, mb, me, s);
         } else {
             gemm_rows(job, K, mb, me, s);

@@ -41,6 +41,17 @@ struct WeightOps {
                         const float *const *x, float *const *d),
                4>
         narrow{};
+    // The same for weights grouped 16 rows at a time (Job::a_grouped): pack_grouped packs a
+    // panel of `rows` rows (a multiple of 16) from elements [k0, k0 + kc) of the groups at
+    // group, group + group_bytes, ...; narrow_grouped[g - 1][n - 1] computes g groups' 16 * g
+    // outputs into d[c][0, 16 * g). Same arithmetic as pack and narrow.
+    void (*pack_grouped)(const std::byte *group, size_t group_bytes, int64_t rows, int64_t k0,
+                         int64_t kc, float *out) = nullptr;
+    std::array<std::array<void (*)(const std::byte *group, size_t group_bytes, int64_t K,
+                                   const float *const *x, float *const *d),
+                          4>,
+               2>
+        narrow_grouped{};
 };
 // Null pack: the dtype cannot be a matrix-product weight.
 const WeightOps &weight_ops(DType type);
@@ -72,6 +83,9 @@ struct Job {
     const std::byte *a = nullptr;  // element (k, m) at a + k * a_nb0 + m * a_nb1
     size_t a_nb0 = 0, a_nb1 = 0;
     DType a_type = DType::F32;
+    // F16 / BF16 rows interleaved 16 at a time (core/cpu/repack.h): element (k, m) at
+    // a + (m / 16) * 16 * a_nb1 + (16 * k + m % 16) * a_nb0. M is then a multiple of 16.
+    bool a_grouped = false;
     Columns cols;
     int64_t n = 0;  // columns
 };

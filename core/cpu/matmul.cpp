@@ -28,9 +28,14 @@ bool writes_f32_rows(const Tensor *dst) {
 // ---------------------------------------------------------------------------------------------
 // Repacked weights (core/cpu/repack.h) go through the integer kernels of core/cpu/qgemm.h,
 // everything else through gemm.h.
+// (Repacked float weights take gemm.h too, as grouped rows.)
+bool integer_kernels(const Tensor *a) {
+    return is_repacked(a) && traits(a->type).is_quantized;
+}
+
 void run_product(const ComputeParams &params, const gemm::Problem &problem, const Tensor *a,
                  std::byte *work) {
-    if (is_repacked(a)) {
+    if (integer_kernels(a)) {
         qgemm::run(params, problem, a->type, work);
     } else {
         gemm::run(params, problem, work);
@@ -38,13 +43,13 @@ void run_product(const ComputeParams &params, const gemm::Problem &problem, cons
 }
 
 size_t product_work_size(const Tensor *a, int64_t max_n) {
-    if (is_repacked(a)) return qgemm::work_size(a->type, a->ne[0]);
+    if (integer_kernels(a)) return qgemm::work_size(a->type, a->ne[0]);
     return gemm::work_size(a->type, a->ne[0], max_n);
 }
 
-// The repacked path quantizes every column of the node once, into scratch the threads share.
+// The integer path quantizes every column of the node once, into scratch the threads share.
 size_t product_shared_size(const Tensor *a, int64_t n_columns) {
-    return is_repacked(a) ? qgemm::shared_size(a->type, a->ne[0], n_columns) : 0;
+    return integer_kernels(a) ? qgemm::shared_size(a->type, a->ne[0], n_columns) : 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -61,6 +66,7 @@ gemm::Job mul_mat_job(const void *ctx, int64_t i) {
             .a_nb0 = a->nb[0],
             .a_nb1 = a->nb[1],
             .a_type = a->type,
+            .a_grouped = is_repacked(a),
             .cols = {.b = bytes(b->data) + size_t(i2) * b->nb[2] + size_t(i3) * b->nb[3],
                      .b_nb0 = b->nb[0],
                      .b_s1 = b->nb[1],
@@ -159,6 +165,7 @@ gemm::Job mul_mat_id_job(const void *ctx, int64_t i) {
             .a_nb0 = as->nb[0],
             .a_nb1 = as->nb[1],
             .a_type = as->type,
+            .a_grouped = is_repacked(as),
             .cols = {.b = bytes(b->data),
                      .b_nb0 = b->nb[0],
                      .b_s1 = b->ne[1] == 1 ? 0 : b->nb[1],  // one b row shared by every slot

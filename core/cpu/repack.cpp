@@ -32,6 +32,10 @@ constexpr std::array<Layout, kDTypeCount> kLayouts = [] {
     t[size_t(DType::Q8_0)] = {2, {{{0, 2, 2}, {2, 32, 4, 0x80}}}};
     t[size_t(DType::Q4_K)] = {4, {{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}}};
     t[size_t(DType::Q6_K)] = {4, {{{0, 128, 4}, {128, 64, 4}, {192, 16, 1}, {208, 2, 2}}}};
+    // 16-bit floats, one element per "block": element k of the 16 rows side by side, which is
+    // one vector of the float GEMM (core/cpu/gemm.cpp) with no transpose.
+    t[size_t(DType::F16)] = {1, {{{0, 2, 2}}}};
+    t[size_t(DType::BF16)] = {1, {{{0, 2, 2}}}};
     return t;
 }();
 
@@ -60,6 +64,22 @@ void convert_group(const Layout &layout, size_t block_bytes, int64_t n_blocks, c
     }
 }
 
+// The same move for a layout of one 16-bit field per block (the float types): a transpose of
+// 16 x n_blocks elements, done directly since a model's F16 matrices are gigabytes.
+void convert_group_16bit(int64_t n_blocks, const uint16_t *src, uint16_t *dst, int64_t row_elements,
+                         bool to_repacked) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        for (int64_t r = 0; r < kRepackRows; ++r) {
+            const int64_t plain = r * row_elements + b, packed = b * kRepackRows + r;
+            if (to_repacked) {
+                dst[packed] = src[plain];
+            } else {
+                dst[plain] = src[packed];
+            }
+        }
+    }
+}
+
 void convert_rows(DType type, const void *src, void *dst, int64_t rows, size_t row_bytes,
                   bool to_repacked) {
     const Layout &layout = kLayouts[size_t(type)];
@@ -67,6 +87,14 @@ void convert_rows(DType type, const void *src, void *dst, int64_t rows, size_t r
     LOOM_ASSERT(layout.n_fields > 0 && rows % kRepackRows == 0 && row_bytes % block_bytes == 0);
     const int64_t n_blocks = int64_t(row_bytes / block_bytes);
     const size_t group_bytes = row_bytes * kRepackRows;
+    if (block_bytes == 2) {
+        for (int64_t g = 0; g < rows / kRepackRows; ++g) {
+            convert_group_16bit(n_blocks, static_cast<const uint16_t *>(src) + g * group_bytes / 2,
+                                static_cast<uint16_t *>(dst) + g * group_bytes / 2, n_blocks,
+                                to_repacked);
+        }
+        return;
+    }
     for (int64_t g = 0; g < rows / kRepackRows; ++g) {
         convert_group(layout, block_bytes, n_blocks,
                       static_cast<const uint8_t *>(src) + g * group_bytes,

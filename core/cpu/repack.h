@@ -11,6 +11,10 @@
 // field at byte offset o of a block starts at byte 16 * o of the group's block. Q8_0's quants are
 // also offset by 128 (stored as unsigned bytes, which VPDPBUSD needs on one side).
 //
+// F16 and BF16 matrices are stored the same way with one element per block: element k of the
+// 16 rows side by side (32 bytes), so the float GEMM reads a vector of 16 rows' element k with
+// one load instead of transposing 16 row vectors (core/cpu/gemm.h, Job::a_grouped).
+//
 // Repacking keeps sizes and strides: a repacked tensor has the nb[] of the original.
 #include <cstddef>
 #include <cstdint>
@@ -30,7 +34,7 @@ namespace loom::cpu {
 inline constexpr int64_t kRepackRows = 16;
 
 // True when this build has the integer kernels (AVX-512 VNNI) and `type` has a repacked layout:
-// Q4_0, Q8_0, Q4_K, Q6_K.
+// Q4_0, Q8_0, Q4_K, Q6_K, F16, BF16.
 bool has_repacked_layout(DType type);
 
 // True when t can be stored repacked: a type with a layout, contiguous, rows a multiple of 16.

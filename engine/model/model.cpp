@@ -19,13 +19,17 @@ std::string human_count(uint64_t n) {
     return std::to_string(n);
 }
 
-// Moves the block-format matrices the integer kernels can use into one repacked buffer.
+// Moves the matrices of matrix products out of the file's mapping into one buffer of
+// cpu_repack_buffer_type(): the block formats the integer kernels use are repacked there, the
+// others copied as they are, so that every weight streamed per token lies in anonymous memory
+// with huge pages (a file mapping has 4 KiB pages: F16 generation 9.4 -> 11 tokens/s here).
+// Matrices whose rows are also looked up (tied embeddings) stay in the mapping.
 std::unique_ptr<Buffer> repack_matrices(const WeightLoader &loader, bool progress) {
     std::vector<Tensor *> chosen;
     std::vector<const void *> sources;
     for (Tensor *t : loader.matrices()) {
         const auto &rows = loader.row_read();
-        if (!cpu_repacks(t) || std::find(rows.begin(), rows.end(), t) != rows.end()) continue;
+        if (std::find(rows.begin(), rows.end(), t) != rows.end()) continue;
         if (std::find(chosen.begin(), chosen.end(), t) != chosen.end()) continue;
         chosen.push_back(t);
         sources.push_back(t->data);

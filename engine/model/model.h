@@ -1,7 +1,8 @@
 #pragma once
 // A model loaded from a GGUF file: hyperparameters, the architecture's descriptor, the vocabulary
-// and the weights. Weights stay in the file's read-only mapping, except the matrices that the
-// CPU's integer kernels read from an interleaved copy (cpu_repack_buffer_type()).
+// and the weights. Weights stay in the file's read-only mapping, except the matrices of matrix
+// products, which are copied into cpu_repack_buffer_type() (huge pages; block formats with
+// integer kernels interleaved for them).
 #include <memory>
 #include <string>
 
@@ -15,7 +16,7 @@
 namespace loom::engine {
 
 struct ModelParams {
-    bool repack = true;    // copy block-format matrices into the integer kernels' layout
+    bool repack = true;    // copy the matrices out of the mapping, block formats interleaved
     bool progress = true;  // a progress bar on stderr while loading files over 100 MB
 };
 

@@ -50,14 +50,13 @@ class CpuBackend : public Backend {
     std::unique_ptr<Impl> impl_;
 };
 
-// Host memory for weights that the CPU multiplies with its integer kernels (AVX-512 VNNI builds):
-// 2-D Q4_0, Q8_0, Q4_K and Q6_K tensors with a multiple of 16 rows are stored interleaved 16 rows
-// at a time (core/cpu/repack.h). set_tensor / get_tensor take and give the file's bytes, whole
-// tensors only; such tensors can be read by mul_mat and mul_mat_id as weights and by nothing
-// else. Other tensors are stored as given.
+// Host memory for the weights of matrix products. In AVX-512 VNNI builds, Q4_0, Q8_0, Q4_K, Q6_K,
+// F16 and BF16 tensors with a multiple of 16 rows are stored interleaved 16 rows at a time
+// (core/cpu/repack.h), for the integer kernels and the float GEMM. set_tensor / get_tensor take and
+// give the file's bytes, whole tensors only; such tensors can be read by mul_mat and mul_mat_id as
+// weights and by nothing else. Other tensors are stored as given.
 BufferType &cpu_repack_buffer_type();
-// Whether cpu_repack_buffer_type() would store t interleaved (otherwise it would hold a plain copy,
-// which gains nothing).
+// Whether cpu_repack_buffer_type() would store t interleaved (otherwise it holds a plain copy).
 bool cpu_repacks(const Tensor *t);
 
 }  // namespace loom

@@ -1,0 +1,95 @@
+// F16 and BF16 weights in cpu_repack_buffer_type() are stored 16 rows interleaved (core/cpu/
+// repack.h) and multiplied without transposes (core/cpu/gemm.h, Job::a_grouped). The promise is
+// the same arithmetic as the file's row layout: every product equals, bit for bit, the one over
+// the same weights in plain host memory, for the generation path (N <= 4), the packed GEMM
+// (N > 4), mul_mat_id, an odd number of row groups, K past one KC block, and any thread count.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+
+#include "core/cpu/repack.h"
+#include "loom/backend.h"
+#include "loom/core.h"
+#include "loom/cpu.h"
+#include "tests/quant/quant_test_util.h"
+
+namespace loom {
+namespace {
+
+using quant_test::quantize;
+using quant_test::random_f32;
+using quant_test::random_row;
+using quant_test::run_graph;
+
+// The same weights [K, rows, n_mat] twice: in a repack buffer and in plain host memory.
+struct TwoCopies {
+    Context ctx{{.mem_size = 1u << 16, .no_alloc = true}};
+    Tensor *grouped = nullptr, *plain = nullptr;
+    std::unique_ptr<Buffer> grouped_buffer, plain_buffer;
+    std::vector<std::byte> file_bytes;
+
+    TwoCopies(DType type, int64_t K, int64_t rows, int64_t n_mat) {
+        grouped = ctx.new_tensor(type, {K, rows, n_mat});
+        plain = ctx.new_tensor(type, {K, rows, n_mat});
+        Tensor *const g[] = {grouped};
+        Tensor *const p[] = {plain};
+        grouped_buffer = place_tensors(cpu_repack_buffer_type(), g);
+        plain_buffer = place_tensors(host_buffer_type(), p);
+        file_bytes = quantize(type, random_row(K * rows * n_mat, 11));
+        grouped_buffer->set_tensor(grouped, file_bytes.data(), 0, file_bytes.size());
+        plain_buffer->set_tensor(plain, file_bytes.data(), 0, file_bytes.size());
+    }
+};
+
+class GroupedFloatMatMul : public ::testing::TestWithParam<DType> {
+  protected:
+    void SetUp() override {
+        if (!cpu::has_repacked_layout(GetParam()))
+            GTEST_SKIP() << "no grouped layout in this build";
+    }
+};
+
+TEST_P(GroupedFloatMatMul, LayoutRoundTrips) {
+    TwoCopies w(GetParam(), 96, 32, 1);
+    ASSERT_TRUE(cpu::is_repacked(w.grouped));
+    EXPECT_FALSE(cpu::is_repacked(w.plain));
+    EXPECT_NE(std::memcmp(w.grouped->data, w.file_bytes.data(), w.file_bytes.size()), 0);
+    std::vector<std::byte> back(w.file_bytes.size());
+    w.grouped_buffer->get_tensor(w.grouped, back.data(), 0, back.size());
+    EXPECT_EQ(back, w.file_bytes);
+}
+
+TEST_P(GroupedFloatMatMul, SameBitsAsRowLayout) {
+    // 80 rows: two-group and one-group steps; K = 700: a KC = 512 restart and a partial block.
+    const int64_t K = 700, M = 80;
+    TwoCopies w(GetParam(), K, M, 1);
+    for (int64_t n : {1, 2, 3, 4, 5, 13, 40}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n);
+        Context ctx({.mem_size = 4u << 20});
+        Tensor *b = random_f32(ctx, {K, n}, uint32_t(n));
+        Tensor *from_groups = mul_mat(ctx, w.grouped, b);
+        Tensor *from_rows = mul_mat(ctx, w.plain, b);
+        const std::vector<float> expected = run_graph(ctx, from_rows, 1);
+        EXPECT_EQ(run_graph(ctx, from_groups, 1), expected);
+        EXPECT_EQ(run_graph(ctx, from_groups, 3), expected);
+    }
+}
+
+TEST_P(GroupedFloatMatMul, ExpertsSameBitsAsRowLayout) {
+    const int64_t K = 256, M = 48, n_expert = 3, n_used = 2, n_tokens = 7;
+    TwoCopies w(GetParam(), K, M, n_expert);
+    Context ctx({.mem_size = 4u << 20});
+    Tensor *b = random_f32(ctx, {K, n_used, n_tokens}, 4);
+    Tensor *ids = ctx.new_tensor(DType::I32, {n_used, n_tokens});
+    auto *id = static_cast<int32_t *>(ids->data);
+    for (int64_t i = 0; i < n_used * n_tokens; ++i) id[i] = int32_t((i * 2 + 1) % n_expert);
+    const std::vector<float> expected = run_graph(ctx, mul_mat_id(ctx, w.plain, b, ids), 1);
+    EXPECT_EQ(run_graph(ctx, mul_mat_id(ctx, w.grouped, b, ids), 2), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GroupedFloatMatMul, ::testing::Values(DType::F16, DType::BF16),
+                         [](const auto &info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace loom
