@@ -1,12 +1,12 @@
 // llama.cpp's side of bench/compare-llamacpp: prompt (pp) and generation (tg) speed of one GGUF
 // file through node-llama-cpp's prebuilt CPU libraries, measured the way llama-bench measures:
 // pp = one evaluation of N random tokens in one batch, tg = N single-token decodes after BOS.
-// Usage: node llamacpp_bench.mjs NODE_LLAMA_CPP_DIR MODEL THREADS N_PROMPT N_GEN REPETITIONS
+// Usage: node llamacpp_bench.mjs NODE_LLAMA_CPP_DIR MODEL THREADS N_PROMPT N_GEN REPETITIONS FLASH
 // Prints one JSON line: {"pp": [tokens/s per repetition], "tg": [...], "cpu": "<variant>"}.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [dir, modelPath, threadsArg, promptArg, genArg, repsArg] = process.argv.slice(2);
+const [dir, modelPath, threadsArg, promptArg, genArg, repsArg, flashArg] = process.argv.slice(2);
 const threads = Number(threadsArg), nPrompt = Number(promptArg), nGen = Number(genArg);
 const reps = Number(repsArg);
 const { getLlama, LlamaLogLevel } =
@@ -18,7 +18,7 @@ const llama = await getLlama({ gpu: false, build: "never", usePrebuiltBinaries: 
 const model = await llama.loadModel({ modelPath, gpuLayers: 0, useMmap: true });
 const context = await model.createContext({
   contextSize: Math.max(nPrompt, nGen) + 16, batchSize: Math.max(nPrompt, 1), sequences: 1,
-  threads, flashAttention: false, ignoreMemorySafetyChecks: true });
+  threads, flashAttention: flashArg === "1", ignoreMemorySafetyChecks: true });
 const sequence = context.getSequence();
 const bos = model.tokens.bos ?? 1;
 

@@ -3,6 +3,7 @@
 #include "core/cpu/qgemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "core/cpu/repack.h"
@@ -43,6 +44,16 @@ Scratch carve(std::byte *work, const Format &f, int64_t k) {
 // once per this many rows.
 constexpr size_t kRowBlockBytes = 512 * 1024;
 
+// The shared scratch: the counter of phase 2's next chunk, then the quantized panels.
+constexpr size_t kCounterBytes = 64;  // its own cache line
+std::atomic<int64_t> &next_chunk(const ComputeParams &params) {
+    static_assert(sizeof(std::atomic<int64_t>) <= kCounterBytes);
+    return *reinterpret_cast<std::atomic<int64_t> *>(params.shared);
+}
+std::byte *panels_base(const ComputeParams &params) {
+    return params.shared + kCounterBytes;
+}
+
 // Phase 1: column j of job i goes to slot j % kPanel of panel j / kPanel of the job; the job's
 // panels follow those of the jobs before it, `first` columns in.
 void quantize_columns(const ComputeParams &params, const gemm::Problem &problem, const Format &f,
@@ -66,10 +77,20 @@ void quantize_columns(const ComputeParams &params, const gemm::Problem &problem,
             const int64_t panel0 = j / kPanel * kPanel;
             const int w = int(std::min<int64_t>(kPanel, job.n - panel0));
             f.prepare(s.act, n_blocks, w, int(j - panel0),
-                      params.shared + size_t(first + panel0) * col_bytes);
+                      panels_base(params) + size_t(first + panel0) * col_bytes);
         }
         first += job.n;
     }
+}
+
+// Phase 2's unit of work, in groups of 16 rows of one job: a row block that stays in L2 while
+// every panel passes, or, for the one or two columns of generation (weights streamed once,
+// nothing to keep), a few groups, so that threads that run at different speeds (another process,
+// the hypervisor) end a node together. Which thread computes a tile changes no bit of it.
+constexpr int64_t kStreamChunkGroups = 4;
+int64_t chunk_groups(const gemm::Job &job, int64_t n_max) {
+    if (n_max <= kStreamColumns) return kStreamChunkGroups;
+    return std::max<int64_t>(1, int64_t(kRowBlockBytes / (job.a_nb1 * kGroupRows)));
 }
 
 // Phase 2 for rows [16 * g0, 16 * g1) of one job, whose panels start at `panels`.
@@ -114,7 +135,7 @@ const Format *format(DType type) {
 }
 
 size_t shared_size(DType type, int64_t k, int64_t n_columns) {
-    return size_t(n_columns) * column_bytes(*format(type), k);
+    return kCounterBytes + size_t(n_columns) * column_bytes(*format(type), k);
 }
 
 size_t work_size(DType type, int64_t k) {
@@ -126,21 +147,35 @@ void run(const ComputeParams &params, const gemm::Problem &problem, DType type, 
     if (problem.n_jobs == 0) return;  // the same for every thread, so none waits alone
     const Format &f = *format(type);
     const Scratch s = carve(work, f, K);
+    if (params.ith == 0) next_chunk(params).store(0, std::memory_order_relaxed);
     quantize_columns(params, problem, f, s);
-    params.barrier();
+    params.barrier();  // also publishes the counter's reset
 
+    // Chunks are numbered job after job; each thread takes the next free one, so the numbers it
+    // gets only grow and it can follow the jobs' column offsets with one cursor.
     const int64_t groups = M / kGroupRows;
-    const Range mine = split_range(problem.n_jobs * groups, params.ith, params.nth);
-    const size_t col_bytes = column_bytes(f, K);
-    int64_t first = 0;  // columns of the jobs before job i
+    int64_t n_max = 0;
     for (int64_t i = 0; i < problem.n_jobs; ++i) {
-        const gemm::Job job = problem.job_at(problem.ctx, i);
-        const int64_t g0 = std::max(mine.begin - i * groups, int64_t(0));
-        const int64_t g1 = std::min(mine.end - i * groups, groups);
-        if (g0 < g1 && job.n > 0) {
-            multiply_groups(job, f, K, g0, g1, params.shared + size_t(first) * col_bytes, s.out);
+        n_max = std::max(n_max, problem.job_at(problem.ctx, i).n);
+    }
+    int64_t job_index = 0, first = 0;  // first: columns of the jobs before job_index
+    gemm::Job job = problem.job_at(problem.ctx, 0);
+    const int64_t per_chunk = chunk_groups(job, n_max);
+    const int64_t chunks_per_job = (groups + per_chunk - 1) / per_chunk;
+    const size_t col_bytes = column_bytes(f, K);
+    for (;;) {
+        const int64_t chunk = next_chunk(params).fetch_add(1, std::memory_order_relaxed);
+        if (chunk >= problem.n_jobs * chunks_per_job) break;
+        while (job_index < chunk / chunks_per_job) {
+            first += job.n;
+            job = problem.job_at(problem.ctx, ++job_index);
         }
-        first += job.n;
+        const int64_t g0 = chunk % chunks_per_job * per_chunk;
+        const int64_t g1 = std::min(groups, g0 + per_chunk);
+        if (job.n > 0) {
+            multiply_groups(job, f, K, g0, g1, panels_base(params) + size_t(first) * col_bytes,
+                            s.out);
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # loom serve end to end: tests/serve/openai_test.mjs against a server on stories260K with 4 slots
-# of 512 cells, a full queue, --api-key, and SIGINT stopping the server with exit code 0.
+# of 512 cells, the same answers bit for bit from 1 and 4 slots, a full queue, --api-key, and
+# SIGINT stopping the server with exit code 0.
 # Usage: check_server.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -45,6 +46,36 @@ start_server --parallel 4 --ctx-size 2048 --chat-template chatml --threads 2
 node "$root/tests/serve/openai_test.mjs" "$loom" "$model" "$url" || fail "openai client tests"
 stop_server
 
+# Batch invariance through the server: four prompts' greedy tokens and log-probabilities are the
+# same bit for bit from one slot (one request after another) as from four slots at once.
+prompts=("Once upon a time" "The cat sat" "Lily and Tom went to the park" "One day")
+send_all() {  # send_all TAG: the four requests at once, each answer's choices to $tmp/TAG.i
+    local clients=()
+    for i in 0 1 2 3; do
+        curl -s -d "{\"prompt\": \"${prompts[$i]}\", \"max_tokens\": 24, \"temperature\": 0,
+                     \"logprobs\": 5}" "$url/v1/completions" >"$tmp/$1.$i" &
+        clients+=($!)
+    done
+    wait "${clients[@]}"
+    for i in 0 1 2 3; do
+        node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1]));
+                 if (!r.choices) { console.error(JSON.stringify(r)); process.exit(1); }
+                 console.log(JSON.stringify(r.choices))' "$tmp/$1.$i" >"$tmp/$1.$i.choices" ||
+            fail "answer $i with $1"
+    done
+}
+start_server --parallel 1 --ctx-size 2048 --max-queue 8
+send_all one_slot
+stop_server
+start_server --parallel 4 --ctx-size 2048
+send_all four_slots
+stop_server
+for i in 0 1 2 3; do
+    cmp -s "$tmp/one_slot.$i.choices" "$tmp/four_slots.$i.choices" ||
+        fail "prompt $i differs between --parallel 1 and 4: $(diff "$tmp/one_slot.$i.choices" \
+            "$tmp/four_slots.$i.choices" | head -c 600)"
+done
+
 # One slot, one place in the queue: of three long requests at once, one is refused with 503.
 start_server --parallel 1 --ctx-size 512 --max-queue 1
 clients=()
@@ -73,4 +104,4 @@ code=$(curl -s -o "$tmp/body" -w '%{http_code}' -H 'Authorization: Bearer sesame
     -d '{"messages": [{"role": "user", "content": "hi"}]}' "$url/v1/chat/completions")
 [ "$code" = 400 ] && grep -q 'no chat template' "$tmp/body" || fail "chat without template: $code"
 stop_server
-echo "loom serve: openai client, concurrency, disconnects, errors, api key and SIGINT as expected"
+echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key and SIGINT as expected"

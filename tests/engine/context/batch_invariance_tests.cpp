@@ -1,8 +1,8 @@
 // Batch invariance: a sequence's logits, at every step of a greedy generation, are the same bit
 // for bit whether it is decoded alone or with three others (one KV stream each), with any
 // ubatch size, on 1 or 2 threads; flash attention on and off separately. On an F32 model
-// (stories260K) and a quantized one (the Q4_0 fixture, whose weights take the interleaved
-// integer kernels).
+// (stories260K), a quantized one (the Q4_0 fixture, whose weights take the interleaved integer
+// kernels) and an F16 one with an F16 cache.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -18,6 +18,7 @@ using Tokens = std::vector<int32_t>;
 struct Setup {
     int64_t n_ubatch = 512;
     int n_threads = 1;
+    DType kv_type = DType::F32;
 };
 
 // The logits of each prompt's last token, then of each of `steps` greedy tokens, per sequence;
@@ -30,7 +31,7 @@ std::vector<std::vector<float>> generate_together(const Model &model,
                         .n_ubatch = setup.n_ubatch,
                         .n_threads = setup.n_threads,
                         .flash_attn = flash,
-                        .kv_type = DType::F32,
+                        .kv_type = setup.kv_type,
                         .n_seq_max = n,
                         .kv_unified = false});
     std::vector<std::vector<float>> out(static_cast<size_t>(n));
@@ -54,7 +55,7 @@ std::vector<std::vector<float>> generate_together(const Model &model,
     }
 }
 
-void expect_invariant(const char *fixture, bool flash) {
+void expect_invariant(const char *fixture, bool flash, DType kv_type = DType::F32) {
     const auto f = test::load_fixture(fixture);
     const auto model = Model::load(f.model_path);
     const Tokens &t = f.tokens;
@@ -65,10 +66,11 @@ void expect_invariant(const char *fixture, bool flash) {
     constexpr int kSteps = 12;
     std::vector<std::vector<float>> alone;
     for (const Tokens &p : prompts) {
-        alone.push_back(generate_together(*model, {p}, kSteps, flash, {})[0]);
+        alone.push_back(generate_together(*model, {p}, kSteps, flash, {.kv_type = kv_type})[0]);
     }
-    for (const Setup setup :
-         {Setup{512, 1}, Setup{512, 2}, Setup{1, 2}, Setup{7, 1}, Setup{64, 2}}) {
+    for (const auto &[n_ubatch, n_threads] :
+         {std::pair{512, 1}, std::pair{512, 2}, std::pair{1, 2}, std::pair{7, 1}, std::pair{64, 2}}) {
+        const Setup setup{.n_ubatch = n_ubatch, .n_threads = n_threads, .kv_type = kv_type};
         SCOPED_TRACE("n_ubatch " + std::to_string(setup.n_ubatch) + ", threads " +
                      std::to_string(setup.n_threads));
         const auto together = generate_together(*model, prompts, kSteps, flash, setup);
@@ -91,6 +93,13 @@ TEST(BatchInvariance, QuantizedModelNaiveAttention) {
 }
 TEST(BatchInvariance, QuantizedModelFlashAttention) {
     expect_invariant("llama-q-q4_0", true);
+}
+// F16 weights (stored 16 rows interleaved) and an F16 cache, whose K and V are products too.
+TEST(BatchInvariance, F16ModelF16CacheNaiveAttention) {
+    expect_invariant("llama-q-f16", false, DType::F16);
+}
+TEST(BatchInvariance, F16ModelF16CacheFlashAttention) {
+    expect_invariant("llama-q-f16", true, DType::F16);
 }
 
 }  // namespace
