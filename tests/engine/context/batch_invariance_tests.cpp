@@ -68,8 +68,8 @@ void expect_invariant(const char *fixture, bool flash, DType kv_type = DType::F3
     for (const Tokens &p : prompts) {
         alone.push_back(generate_together(*model, {p}, kSteps, flash, {.kv_type = kv_type})[0]);
     }
-    for (const auto &[n_ubatch, n_threads] :
-         {std::pair{512, 1}, std::pair{512, 2}, std::pair{1, 2}, std::pair{7, 1}, std::pair{64, 2}}) {
+    for (const auto &[n_ubatch, n_threads] : {std::pair{512, 1}, std::pair{512, 2}, std::pair{1, 2},
+                                              std::pair{7, 1}, std::pair{64, 2}}) {
         const Setup setup{.n_ubatch = n_ubatch, .n_threads = n_threads, .kv_type = kv_type};
         SCOPED_TRACE("n_ubatch " + std::to_string(setup.n_ubatch) + ", threads " +
                      std::to_string(setup.n_threads));
