@@ -1,4 +1,5 @@
 // Binary elementwise ops (b broadcast over a) and the gated units swiglu / geglu.
+#include <algorithm>
 #include <cmath>
 
 #include "core/cpu/kernels.h"
@@ -26,6 +27,9 @@ struct GeGlu {
     static float apply(float x, float y) { return gelu_f32(x) * y; }
 };
 
+// Elements per unit of work in the F32 fast path: 4 KiB of each operand.
+constexpr int64_t kSliceElements = 1024;
+
 // Scratch: a's row, b's row (expanded to a's length) and the output row, as floats.
 size_t binary_work(const Tensor *dst) {
     return 3 * size_t(dst->ne[0]) * sizeof(float);
@@ -41,19 +45,28 @@ void compute_binary(const ComputeParams &p, Tensor *dst) {
     auto *a_buf = reinterpret_cast<float *>(p.work);
     float *b_buf = a_buf + n;
     float *out_buf = b_buf + n;
+    if (fast) {
+        // Slices of rows, so that the one long row of a generated token (an FFN activation, a
+        // residual) is shared by the threads too.
+        const int64_t slices = (n + kSliceElements - 1) / kSliceElements;
+        const Range mine = split_range(dst->nrows() * slices, p.ith, p.nth);
+        for (int64_t u = mine.begin; u < mine.end; ++u) {
+            const RowIndex i = unravel_row(u / slices, dst);
+            const auto *x = static_cast<const float *>(a->row_ptr(i.i1, i.i2, i.i3));
+            const auto *y = static_cast<const float *>(
+                b->row_ptr(i.i1 % b->ne[1], i.i2 % b->ne[2], i.i3 % b->ne[3]));
+            auto *z = static_cast<float *>(dst->row_ptr(i.i1, i.i2, i.i3));
+            const int64_t j1 = std::min(n, (u % slices + 1) * kSliceElements);
+            for (int64_t j = u % slices * kSliceElements; j < j1; ++j) z[j] = F::apply(x[j], y[j]);
+        }
+        return;
+    }
     const Range rows = split_range(dst->nrows(), p.ith, p.nth);
     for (int64_t r = rows.begin; r < rows.end; ++r) {
         const RowIndex i = unravel_row(r, dst);
         const void *a_row = a->row_ptr(i.i1, i.i2, i.i3);
         const void *b_row = b->row_ptr(i.i1 % b->ne[1], i.i2 % b->ne[2], i.i3 % b->ne[3]);
         void *out_row = dst->row_ptr(i.i1, i.i2, i.i3);
-        if (fast) {
-            const auto *x = static_cast<const float *>(a_row);
-            const auto *y = static_cast<const float *>(b_row);
-            auto *z = static_cast<float *>(out_row);
-            for (int64_t j = 0; j < n; ++j) z[j] = F::apply(x[j], y[j]);
-            continue;
-        }
         const float *x = load_row(a->type, a_row, a->nb[0], n, a_buf);
         const float *y = load_row(b->type, b_row, b->nb[0], b->ne[0], b_buf);
         for (int64_t j = 0; j < n; ++j) out_buf[j] = F::apply(x[j], y[j % b->ne[0]]);
