@@ -4,6 +4,7 @@
 //   e2e/<type>/pp512/threads:t      one decode of a 512-token prompt: prompt tokens/s
 //   e2e/<type>/tg64/threads:t       64 decodes of 1 token after a 16-token prompt: tokens/s
 //   e2e/<type>/tg64_no_reuse/...    the same with graph reuse off
+//   e2e/Q4_0/varied_ubatches_*      48 ubatches of 1-48 tokens, padded to buckets or not
 // Counters: t/s, and graph_ms/token (building + allocating graphs and setting inputs, per
 // token) which shows what reusing the graph saves.
 //
@@ -96,6 +97,41 @@ void bm_generate(benchmark::State &state, DType type, bool reuse) {
     state.counters["graph_ms/token"] = 1e3 * graph_seconds / tokens;
 }
 
+// A serving-like run: 48 decodes of one sequence with ubatch sizes between 1 and 48 tokens
+// (a fixed pseudo-random series, ~1,200 tokens in all), with and without padding ubatches to
+// bucketed sizes. Counters: graph builds per run, graph_ms/ubatch (building, allocating, inputs)
+// and compute_ms/ubatch.
+void bm_varied_ubatches(benchmark::State &state, DType type, bool pad) {
+    const engine::Model &model = model_of(type);
+    constexpr int kUbatches = 48;
+    engine::Context ctx(model,
+                        {.n_ctx = 2048, .n_threads = int(state.range(0)), .pad_ubatches = pad});
+    const int64_t n_vocab = model.hparams().n_vocab;
+    const int64_t builds_before = ctx.stats().graph_builds;
+    const double graph_before = ctx.stats().build_seconds;
+    const double compute_before = ctx.stats().compute_seconds;
+    for (auto _ : state) {
+        ctx.kv().clear();
+        uint32_t lcg = 12345;
+        Pos pos = 0;
+        for (int u = 0; u < kUbatches; ++u) {
+            lcg = lcg * 1103515245u + 12345u;
+            const int n = 1 + int((lcg >> 16) % 48);
+            Batch batch;
+            for (int i = 0; i < n; ++i, ++pos) {
+                batch.add(token_at(pos, n_vocab), pos, 0, i == n - 1);
+            }
+            ctx.decode(batch);
+        }
+    }
+    const double ubatches = double(kUbatches) * double(state.iterations());
+    state.counters["builds/run"] =
+        double(ctx.stats().graph_builds - builds_before) / double(state.iterations());
+    state.counters["graph_ms/ubatch"] = 1e3 * (ctx.stats().build_seconds - graph_before) / ubatches;
+    state.counters["compute_ms/ubatch"] =
+        1e3 * (ctx.stats().compute_seconds - compute_before) / ubatches;
+}
+
 #define LOOM_BENCH_E2E(type)                                            \
     BENCHMARK_CAPTURE(bm_prompt, type, DType::type)                     \
         ->Name("e2e/" #type "/pp512")                                   \
@@ -122,6 +158,21 @@ void bm_generate(benchmark::State &state, DType type, bool reuse) {
 
 LOOM_BENCH_E2E(Q4_0);
 LOOM_BENCH_E2E(Q8_0);
+
+BENCHMARK_CAPTURE(bm_varied_ubatches, padded, DType::Q4_0, true)
+    ->Name("e2e/Q4_0/varied_ubatches_padded")
+    ->ArgName("threads")
+    ->Arg(2)
+    ->Iterations(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_varied_ubatches, unpadded, DType::Q4_0, false)
+    ->Name("e2e/Q4_0/varied_ubatches_unpadded")
+    ->ArgName("threads")
+    ->Arg(2)
+    ->Iterations(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

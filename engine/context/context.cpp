@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "engine/context/ubatch_padding.h"
 #include "engine/graph/graph_context.h"
 #include "loom/error.h"
 
@@ -146,13 +147,18 @@ void Context::decode_ubatch(const Ubatch &u_in) {
     if (!kv_.find_slot(u)) {
         fail("decode", "the KV cache is full ({} cells)", kv_.size());
     }
+    const int64_t n_kv = kv_.n_kv(u);
+    if (options_.pad_ubatches) {
+        kv_.repeat_slot(
+            pad_ubatch(u, model_.hparams().n_embd, options_.n_ubatch / std::max(1, u.n_stream)));
+    }
     const auto start = std::chrono::steady_clock::now();
     GraphParams params{.model = &model_,
                        .kv = &kv_,
                        .cparams = {.n_ctx = kv_.size(), .flash_attn = options_.flash_attn},
                        .ubatch = u,
                        .n_outputs = u.n_outputs(),
-                       .n_kv = kv_.n_kv(u)};
+                       .n_kv = n_kv};
     if (options_.graph_reuse && graph_ != nullptr && graph_->can_reuse(params)) {
         ++stats_.graph_reuses;
     } else {

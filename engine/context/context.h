@@ -27,6 +27,11 @@ struct ContextOptions {
     // others in the batch.
     bool kv_unified = true;
     bool graph_reuse = true;
+    // Pad ubatches to bucketed sizes (engine/context/ubatch_padding.h) so that more graphs are
+    // reused; results are the same bit for bit either way. Off: on a CPU a prompt's compute
+    // grows with its padded tokens far more than the graph builds it saves cost
+    // (docs/PERFORMANCE.md, "Graph reuse for prompts").
+    bool pad_ubatches = false;
 };
 
 struct DecodeStats {

@@ -89,6 +89,13 @@ bool KvCache::find_slot(const Ubatch &u) {
     return true;
 }
 
+void KvCache::repeat_slot(const std::vector<int32_t> &from) {
+    std::vector<int32_t> padded;
+    padded.reserve(from.size());
+    for (const int32_t i : from) padded.push_back(slot_[size_t(i)]);
+    slot_ = std::move(padded);
+}
+
 int64_t KvCache::n_kv(const Ubatch &u) const {
     const int64_t per = cells_per_stream();
     int64_t last = 0;  // past the last used cell, counted within its stream

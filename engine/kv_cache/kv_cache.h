@@ -55,6 +55,9 @@ class KvCache {
     // positions and sequences in them; slot() then holds the cells in token order.
     bool find_slot(const Ubatch &u);
     const std::vector<int32_t> &slot() const { return slot_; }
+    // After padding the ubatch (engine/context/ubatch_padding.h): token t of the padded ubatch
+    // writes into the cell of original token from[t].
+    void repeat_slot(const std::vector<int32_t> &from);
     int64_t cells_per_stream() const { return size() / params_.n_stream; }
     // Cells of each of u's streams the graph attends over: past the last used one in any of
     // them, rounded up to kWindowPad so that graphs of consecutive steps have the same shape.

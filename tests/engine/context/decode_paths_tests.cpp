@@ -85,6 +85,45 @@ TEST_F(ContextDecodePaths, GraphReuseBuildsTwiceAndChangesNoBit) {
     }
 }
 
+// A prompt fed in chunks of 5, 7, 6, 8 and 3 tokens, then 8 generated: with padding the chunks
+// are 8 tokens each (engine/context/ubatch_padding.h) and share one graph; every logit is the
+// same bit for bit as without padding, where each size builds its own.
+TEST_F(ContextDecodePaths, PaddedUbatchesShareGraphsAndChangeNoBit) {
+    const std::vector<int> chunks = {5, 7, 6, 8, 3};
+    auto run = [&](bool pad) {
+        ContextOptions o = options();
+        o.pad_ubatches = pad;
+        Context ctx(*model_, o);
+        std::vector<std::vector<float>> logits;
+        Pos pos = 0;
+        for (const int n : chunks) {
+            Batch batch;
+            for (int i = 0; i < n; ++i, ++pos) {
+                batch.add(prompt_[size_t(pos) % prompt_.size()], pos, 0, i == n - 1 || i == 1);
+            }
+            ctx.decode(batch);
+            for (int64_t r = 0; r < ctx.n_outputs(); ++r) {
+                logits.emplace_back(ctx.logits(r).begin(), ctx.logits(r).end());
+            }
+        }
+        for (int step = 0; step < 8; ++step, ++pos) {
+            Batch batch;
+            batch.add(argmax(logits.back()), pos, 0, true);
+            ctx.decode(batch);
+            logits.emplace_back(ctx.logits(0).begin(), ctx.logits(0).end());
+        }
+        return std::pair{logits, ctx.stats()};
+    };
+    const auto [padded, padded_stats] = run(true);
+    const auto [plain, plain_stats] = run(false);
+    EXPECT_EQ(plain_stats.graph_builds, 6);   // five chunk sizes (8 twice), then one token
+    EXPECT_EQ(padded_stats.graph_builds, 3);  // 8, then 4 (the last chunk), then 1
+    ASSERT_EQ(padded.size(), plain.size());
+    for (size_t i = 0; i < plain.size(); ++i) {
+        EXPECT_TRUE(bit_identical(padded[i], plain[i])) << "output " << i;
+    }
+}
+
 // A 200-token prompt: the 64 steps cross the 256-cell attention window, so the graph is built
 // for the prompt, for steps over 256 cells and for steps over 512, and reused in between.
 TEST_F(ContextDecodePaths, GraphReuseAcrossTheWindowPad) {
