@@ -1,7 +1,11 @@
 // The host buffer type, wrapped external memory, and the backend registry.
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "loom/backend.h"
@@ -87,6 +91,10 @@ class HostBufferType : public BufferType {
     std::unique_ptr<Buffer> allocate(size_t size) override {
         if (size > max_size())
             fail("buffer", "{} bytes exceed the CPU buffer limit {}", size, max_size());
+        if (size > available_memory()) {
+            fail("buffer", "{} of memory needed, {} available", gib(double(size)),
+                 gib(double(available_memory())));
+        }
         void *p = ::operator new(std::max<size_t>(size, 1), std::align_val_t(kHostAlignment),
                                  std::nothrow);
         if (p == nullptr) fail("buffer", "out of memory allocating {} bytes of CPU memory", size);
@@ -113,6 +121,20 @@ bool Buffer::contains(const Tensor *t) const {
     const auto *b = static_cast<const std::byte *>(base());
     const auto *d = static_cast<const std::byte *>(t->data);
     return d >= b && d + t->nbytes() <= b + size();
+}
+
+size_t available_memory() {
+    std::ifstream meminfo("/proc/meminfo");
+    for (std::string key; meminfo >> key;) {
+        size_t kib = 0;
+        if (key == "MemAvailable:" && meminfo >> kib) return kib * 1024;
+        meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+    return std::numeric_limits<size_t>::max();
+}
+
+std::string gib(double bytes) {
+    return fmt::format("{:.2f} GiB", bytes / double(size_t(1) << 30));
 }
 
 BufferType &host_buffer_type() {

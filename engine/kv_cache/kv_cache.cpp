@@ -9,9 +9,22 @@
 
 namespace loom::engine {
 
-KvCache::KvCache(const HParams &hp, const KvCacheParams &params)
-    : hp_(hp), params_(params), cells_(size_t(params.size)) {
+KvCache::KvCache(const HParams &hp, const KvCacheParams &params) : hp_(hp), params_(params) {
     if (params.size <= 0) fail("kv", "cache size {} must be positive", params.size);
+    // Before anything is allocated: a context the machine cannot hold is an error that says so.
+    const double per_cell =
+        double(hp.n_layer) *
+        (double(row_size(params.type_k, hp.n_embd_k_gqa())) +
+         (params.k_only ? 0.0 : double(row_size(params.type_v, hp.n_embd_v_gqa()))));
+    const double needed =
+        per_cell * double(params.size) + double(sizeof(Cell)) * double(params.size);
+    if (needed > double(available_memory())) {
+        fail("kv",
+             "a KV cache of {} cells needs {} of memory and {} is available (lower "
+             "--ctx-size)",
+             params.size, gib(needed), gib(double(available_memory())));
+    }
+    cells_.resize(size_t(params.size));
     if (params.n_stream <= 0 || params.size % params.n_stream != 0) {
         fail("kv", "{} cells cannot be split into {} streams", params.size, params.n_stream);
     }

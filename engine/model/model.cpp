@@ -24,7 +24,8 @@ std::string human_count(uint64_t n) {
 // others copied as they are, so that every weight streamed per token lies in anonymous memory
 // with huge pages (a file mapping has 4 KiB pages: F16 generation 9.4 -> 11 tokens/s here).
 // Matrices whose rows are also looked up (tied embeddings) stay in the mapping.
-std::unique_ptr<Buffer> repack_matrices(const WeightLoader &loader, bool progress) {
+std::unique_ptr<Buffer> repack_matrices(const WeightLoader &loader, const std::string &path,
+                                        bool progress) {
     std::vector<Tensor *> chosen;
     std::vector<const void *> sources;
     for (Tensor *t : loader.matrices()) {
@@ -37,9 +38,15 @@ std::unique_ptr<Buffer> repack_matrices(const WeightLoader &loader, bool progres
         t->buffer = nullptr;
     }
     if (chosen.empty()) return nullptr;
-    std::unique_ptr<Buffer> buffer = place_tensors(cpu_repack_buffer_type(), chosen);
     uint64_t total = 0, done = 0;
     for (const Tensor *t : chosen) total += t->nbytes();
+    if (total > available_memory()) {
+        fail("model",
+             "{}: its weight matrices need {} of memory and {} is available (a smaller "
+             "quantization of the model would fit)",
+             path, gib(double(total)), gib(double(available_memory())));
+    }
+    std::unique_ptr<Buffer> buffer = place_tensors(cpu_repack_buffer_type(), chosen);
     const bool show = progress && total > kProgressBytes;
     int shown = -1;
     for (size_t i = 0; i < chosen.size(); ++i) {
@@ -85,7 +92,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, const ModelParams &p
         m->n_params_ += uint64_t(t.nelements());
         m->size_bytes_ += t.nbytes;
     }
-    if (params.repack) m->repacked_ = repack_matrices(loader, params.progress);
+    if (params.repack) m->repacked_ = repack_matrices(loader, path, params.progress);
     return m;
 }
 

@@ -46,8 +46,15 @@ class Buffer {
     bool contains(const Tensor *t) const;
 };
 
-// Host RAM, 64-byte aligned.
+// Host RAM, 64-byte aligned. An allocation larger than available_memory() is refused with a
+// loom::Error before any of it is touched (Linux would grant it, then kill the process when
+// the pages are used).
 BufferType &host_buffer_type();
+// Bytes of memory the kernel can give without swapping (MemAvailable in /proc/meminfo); the
+// largest size_t where that is unknown.
+size_t available_memory();
+// "1.50 GiB": for messages about sizes.
+std::string gib(double bytes);
 // Another host memory type with its own identity: stands in for a device's memory in tests of
 // the scheduler (tensors in it count as living elsewhere than the CPU's).
 std::unique_ptr<BufferType> new_host_buffer_type(const char *name);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `loom run` end to end on stories260K: the greedy story (prompt echoed, then the reference
-# continuation from ../shared/models/MODELS.md), the timings on stderr, and the error paths
-# (missing model, a prompt longer than the context) with a message and a non-zero exit.
+# continuation from ../shared/models/MODELS.md), the timings on stderr, the error paths (missing
+# model, a prompt longer than the context) with a message and a non-zero exit, and Ctrl-C.
 # Usage: check_run.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -43,4 +43,32 @@ expect_error() {  # expect_error PATTERN ARGS...: non-zero exit and PATTERN on s
 expect_error "^loom run: error: .*no-such-model.gguf" -m "$tmp/no-such-model.gguf" -p "Once"
 expect_error "^loom run: error: \[run\] the prompt has [0-9]+ tokens, more than the context's 16" \
     -m "$model" -p "$(printf 'Once upon a time %.0s' 1 2 3 4 5 6)" -c 16
-echo "loom run: story, timings and errors as expected"
+# A full context stops the generation, or with --context-shift drops the older half of the
+# tokens (after BOS) and goes on: the same text up to the first shift, then 149 more decodes.
+"$loom" run -m "$model" -p "Once upon a time" -n 150 --temp 0 --ignore-eos -c 64 >"$tmp/stopped" \
+    2>"$tmp/err" || fail "a full context: $(cat "$tmp/err")"
+grep -q "the context is full (64 tokens); stopping" "$tmp/err" || fail "no stop: $(cat "$tmp/err")"
+"$loom" run -m "$model" -p "Once upon a time" -n 150 --temp 0 --ignore-eos -c 64 --context-shift \
+    >"$tmp/shifted" 2>"$tmp/err" || fail "--context-shift: $(cat "$tmp/err")"
+grep -Eq "eval time = .* ms / +149 runs" "$tmp/err" || fail "shifted run: $(cat "$tmp/err")"
+stopped=$(head -c -1 "$tmp/stopped")
+[ "$(head -c ${#stopped} "$tmp/shifted")" = "$stopped" ] || fail "the shifted run changed the text before the shift"
+[ "$(wc -c <"$tmp/shifted")" -gt "$(wc -c <"$tmp/stopped")" ] || fail "nothing after the shift"
+
+# Ctrl-C while generating: the timings so far, "interrupted", and exit code 130. A generated
+# model of 4,096 trained positions generates long enough to be interrupted.
+"$loom" gguf synth --type F32 --n-vocab 2000 --n-embd 512 --n-layer 4 --n-head 8 --n-head-kv 4 \
+    --n-ff 1024 "$tmp/synth.gguf" >/dev/null
+"$loom" run -m "$tmp/synth.gguf" -p "a" -n -1 --ignore-eos >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 200); do
+    [ "$(wc -c <"$tmp/out")" -gt 16 ] && break
+    sleep 0.05
+done
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" -eq 130 ] || fail "exit code $rc after SIGINT: $(cat "$tmp/err")"
+grep -q "loom run: interrupted" "$tmp/err" || fail "no interruption note: $(cat "$tmp/err")"
+grep -Eq "eval time = .* ms / +[0-9]+ runs" "$tmp/err" || fail "no timings: $(cat "$tmp/err")"
+echo "loom run: story, timings, errors and Ctrl-C as expected"

@@ -22,6 +22,7 @@
 #include "engine/sampling/sampler.h"
 #include "loom/error.h"
 #include "tools/loom/commands.h"
+#include "tools/loom/interrupt.h"
 #include "tools/loom/model_options.h"
 
 namespace loom::tools {
@@ -32,8 +33,9 @@ struct ChatOptions {
     ModelOptions model;
     std::string chat_template;  // a family name; empty: detect from the GGUF
     std::string system_prompt;
-    int32_t n_predict = -1;   // per answer; < 0: until end of generation or a full context
-    int64_t ctx_size = 4096;  // 0: the model's training context
+    int32_t n_predict = -1;       // per answer; < 0: until end of generation or a full context
+    int64_t ctx_size = 4096;      // 0: the model's training context
+    bool ctx_size_given = false;  // warn when the cap changes an asked-for size, not the default
     bool no_repack = false;
     engine::SamplingParams sampling;
 };
@@ -52,37 +54,12 @@ void on_interrupt(int) {
     }
 }
 
-// Installs on_interrupt for SIGINT for its lifetime. SA_RESTART: a read of stdin interrupted by
-// Ctrl-C resumes instead of failing, so Ctrl-C at the prompt does not end the conversation.
-class InterruptHandler {
-  public:
-    InterruptHandler() {
-        struct sigaction action = {};
-        action.sa_handler = on_interrupt;
-        action.sa_flags = SA_RESTART;
-        sigemptyset(&action.sa_mask);
-        sigaction(SIGINT, &action, &previous_);
-    }
-    ~InterruptHandler() { sigaction(SIGINT, &previous_, nullptr); }
-    InterruptHandler(const InterruptHandler &) = delete;
-    InterruptHandler &operator=(const InterruptHandler &) = delete;
-
-  private:
-    struct sigaction previous_ = {};
-};
-
 // The family from --chat-template, else from the GGUF's tokenizer.chat_template.
 engine::ChatFamily chat_family(const ChatOptions &options, const gguf::Metadata &metadata) {
     const engine::ChatFamilyChoice choice =
         engine::choose_chat_family(metadata, options.chat_template);
     if (!choice.family) fail("chat", "{}", choice.problem);
     return *choice.family;
-}
-
-int64_t context_size(const ChatOptions &options, int64_t n_ctx_train) {
-    if (options.ctx_size == 0) return n_ctx_train;
-    if (n_ctx_train <= 0) return options.ctx_size;
-    return std::min(options.ctx_size, n_ctx_train);
 }
 
 void print_piece(const std::string &piece) {
@@ -179,7 +156,8 @@ void run_chat(const ChatOptions &options) {
     const auto model = engine::Model::load(options.model.path, {.repack = !options.no_repack});
     const engine::ChatFamily family = chat_family(options, model->file().metadata());
     engine::ContextOptions context = context_options(options.model);
-    context.n_ctx = context_size(options, model->hparams().n_ctx_train);
+    context.n_ctx = context_size("chat", options.ctx_size, options.ctx_size_given,
+                                 model->hparams().n_ctx_train);
     engine::Context ctx(*model, context);
     ChatSession session(options, *model, family, ctx);
     const bool interactive = isatty(STDIN_FILENO);
@@ -191,7 +169,9 @@ void run_chat(const ChatOptions &options) {
         fmt::print(stderr, "loom chat: sampler seed {}\n", session.seed());
     }
 
-    const InterruptHandler handler;
+    // SA_RESTART: a read of stdin interrupted by Ctrl-C resumes instead of failing, so Ctrl-C
+    // at the prompt does not end the conversation.
+    const ScopedSigint handler(on_interrupt, true);
     std::string line;
     while (true) {
         if (interactive) print_piece("> ");
@@ -231,7 +211,8 @@ void add_chat_command(CLI::App &app, int &exit_code) {
     add_sampling_options(*command, sampling);
     command->add_flag("--no-repack", options->no_repack,
                       "keep block-format weights in the file's layout");
-    command->callback([options, &exit_code] {
+    command->callback([command, options, &exit_code] {
+        options->ctx_size_given = command->count("--ctx-size") > 0;
         run_chat(*options);
         exit_code = 0;
     });

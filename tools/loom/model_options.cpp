@@ -1,5 +1,7 @@
 #include "tools/loom/model_options.h"
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 
 namespace loom::tools {
@@ -28,6 +30,18 @@ void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling) {
     command.add_option("--repeat-penalty", sampling.repeat_penalty, "repeat penalty (1: off)")
         ->capture_default_str();
     command.add_option("--seed", sampling.seed, "seed of the draws (default: random)");
+}
+
+int64_t context_size(const char *command, int64_t requested, bool given, int64_t n_ctx_train) {
+    if (requested == 0) return n_ctx_train;
+    if (n_ctx_train <= 0 || requested <= n_ctx_train) return requested;
+    if (given) {
+        fmt::print(stderr,
+                   "loom {}: warning: --ctx-size {} is above the model's training context; "
+                   "using {}\n",
+                   command, requested, n_ctx_train);
+    }
+    return n_ctx_train;
 }
 
 engine::ContextOptions context_options(const ModelOptions &options) {

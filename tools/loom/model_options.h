@@ -27,6 +27,10 @@ void add_model_options(CLI::App &command, ModelOptions &options,
 // Adds --temp, --top-k, --top-p, --min-p, --repeat-penalty and --seed to `command`.
 void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling);
 
+// The context for --ctx-size `requested` (0: the model's training context), capped at the training
+// context, with a warning on stderr naming `command` when an asked-for size (`given`) is cut.
+int64_t context_size(const char *command, int64_t requested, bool given, int64_t n_ctx_train);
+
 // ContextOptions with the threads, flash attention and KV type of `options`; the rest default.
 engine::ContextOptions context_options(const ModelOptions &options);
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <span>
@@ -17,6 +18,7 @@
 #include "engine/sampling/sampler.h"
 #include "loom/error.h"
 #include "tools/loom/commands.h"
+#include "tools/loom/interrupt.h"
 #include "tools/loom/model_options.h"
 
 namespace loom::tools {
@@ -31,8 +33,20 @@ struct RunOptions {
     bool ctx_size_given = false;  // warn when the cap changes an asked-for size, not the default
     bool ignore_eos = false;
     bool no_repack = false;
+    bool context_shift = false;  // at a full context, drop the older half after the kept tokens
+    int32_t n_keep = 0;          // tokens of the prompt a shift keeps (after BOS)
     engine::SamplingParams sampling;
 };
+
+// Makes room in a full context as llama.cpp's --context-shift does: of the tokens after the
+// first n_keep, the older half is removed and the rest moved back over it (seq_add re-rotates
+// their K to the new positions). Returns the new number of positions in use.
+engine::Pos shift_context(engine::Context &ctx, engine::Pos n_past, engine::Pos n_keep) {
+    const engine::Pos n_discard = (n_past - n_keep) / 2;
+    ctx.kv().seq_rm(0, n_keep, n_keep + n_discard);
+    ctx.kv().seq_add(0, n_keep + n_discard, n_past, -n_discard);
+    return n_past - n_discard;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -50,23 +64,18 @@ struct Timings {
     double sample_ms = 0.0;
 };
 
-// The asked-for context, capped to the model's training context (with a warning if `given`).
-int64_t context_size(int64_t requested, bool given, int64_t n_ctx_train) {
-    if (requested == 0) return n_ctx_train;
-    if (n_ctx_train <= 0 || requested <= n_ctx_train) return requested;
-    if (given) {
-        fmt::print(stderr,
-                   "loom run: warning: --ctx-size {} is above the model's training context; "
-                   "using {}\n",
-                   requested, n_ctx_train);
-    }
-    return n_ctx_train;
+// Ctrl-C stops the generation after the token being made; the timings so far are printed and
+// the exit code is 130 (128 + SIGINT), as a shell reports a process the signal ended.
+volatile std::sig_atomic_t interrupted = 0;
+void on_interrupt(int) {
+    interrupted = 1;
 }
 
 // Decodes the prompt in batches of at most n_batch tokens; only the last token wants logits.
+// Ctrl-C stops it between batches.
 void decode_prompt(engine::Context &ctx, std::span<const int32_t> tokens) {
     const auto n = int64_t(tokens.size());
-    for (int64_t start = 0; start < n; start += ctx.options().n_batch) {
+    for (int64_t start = 0; start < n && !interrupted; start += ctx.options().n_batch) {
         const int64_t end = std::min(n, start + ctx.options().n_batch);
         engine::Batch batch;
         for (int64_t i = start; i < end; ++i) {
@@ -99,7 +108,8 @@ void print_timings(const Timings &t, const engine::DecodeStats &stats) {
                stats.graph_reuses);
 }
 
-void run_generation(const RunOptions &options) {
+// Returns false when Ctrl-C stopped it.
+bool run_generation(const RunOptions &options) {
     Timings timings;
     const auto load_start = Clock::now();
     const auto model = engine::Model::load(options.model.path, {.repack = !options.no_repack});
@@ -108,13 +118,26 @@ void run_generation(const RunOptions &options) {
 
     engine::ContextOptions context = context_options(options.model);
     context.n_ctx =
-        context_size(options.ctx_size, options.ctx_size_given, model->hparams().n_ctx_train);
+        context_size("run", options.ctx_size, options.ctx_size_given, model->hparams().n_ctx_train);
     // As llama-cli: BOS per the vocabulary, and "<s>"-like text in the prompt is the token.
     const std::vector<int32_t> prompt = vocab.tokenize(options.prompt, true, true);
     if (prompt.empty()) fail("run", "the prompt has no tokens");
     if (int64_t(prompt.size()) > context.n_ctx) {
         fail("run", "the prompt has {} tokens, more than the context's {} (raise --ctx-size)",
              prompt.size(), context.n_ctx);
+    }
+    if (options.context_shift && model->arch().positions != engine::PositionEncoding::rope) {
+        fail("run",
+             "--context-shift moves tokens to new positions, which needs rotary position "
+             "embeddings; {} has learned ones",
+             model->hparams().arch);
+    }
+    // As llama.cpp: BOS is always kept, then --keep tokens of the prompt.
+    const auto n_keep = engine::Pos(
+        std::min<int64_t>(int64_t(prompt.size()), options.n_keep + (vocab.add_bos() ? 1 : 0)));
+    if (options.context_shift && n_keep >= context.n_ctx - 1) {
+        fail("run", "--keep {} leaves no room to shift a context of {} tokens", options.n_keep,
+             context.n_ctx);
     }
     engine::Context ctx(*model, context);
     engine::Sampler sampler(options.sampling);
@@ -124,13 +147,15 @@ void run_generation(const RunOptions &options) {
     }
     for (const int32_t token : prompt) print_piece(vocab.token_to_piece(token, false));
 
+    interrupted = 0;
+    const ScopedSigint handler(on_interrupt, false);
     const auto prompt_start = Clock::now();
     decode_prompt(ctx, prompt);
     timings.prompt_ms = ms_since(prompt_start);
     timings.n_prompt = int64_t(prompt.size());
 
     auto n_past = engine::Pos(prompt.size());
-    for (int32_t i = 0; options.n_predict < 0 || i < options.n_predict; ++i) {
+    for (int32_t i = 0; (options.n_predict < 0 || i < options.n_predict) && !interrupted; ++i) {
         const auto sample_start = Clock::now();
         const int32_t token = sampler.sample(ctx.logits(0));
         sampler.accept(token);
@@ -139,10 +164,11 @@ void run_generation(const RunOptions &options) {
         if (!options.ignore_eos && vocab.is_eog(token)) break;
         print_piece(vocab.token_to_piece(token, false));
         if (i + 1 == options.n_predict) break;  // the last token needs no decode
-        if (n_past >= ctx.options().n_ctx) {
+        if (n_past >= ctx.options().n_ctx && !options.context_shift) {
             fmt::print(stderr, "\nloom run: the context is full ({} tokens); stopping\n", n_past);
             break;
         }
+        if (n_past >= ctx.options().n_ctx) n_past = shift_context(ctx, n_past, n_keep);
         engine::Batch batch;
         batch.add(token, n_past++, 0, true);
         const auto eval_start = Clock::now();
@@ -151,7 +177,9 @@ void run_generation(const RunOptions &options) {
         ++timings.n_eval;
     }
     print_piece("\n");
+    if (interrupted) fmt::print(stderr, "loom run: interrupted\n");
     print_timings(timings, ctx.stats());
+    return !interrupted;
 }
 
 }  // namespace
@@ -173,12 +201,17 @@ void add_run_command(CLI::App &app, int &exit_code) {
         ->check(CLI::NonNegativeNumber);
     add_sampling_options(*command, sampling);
     command->add_flag("--ignore-eos", options->ignore_eos, "go on past end-of-generation tokens");
+    command->add_flag("--context-shift", options->context_shift,
+                      "when the context is full, drop the older half of the tokens after --keep "
+                      "and go on (instead of stopping)");
+    command->add_option("--keep", options->n_keep, "prompt tokens a context shift keeps")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     command->add_flag("--no-repack", options->no_repack,
                       "keep block-format weights in the file's layout");
     command->callback([command, options, &exit_code] {
         options->ctx_size_given = command->count("--ctx-size") > 0;
-        run_generation(*options);
-        exit_code = 0;
+        exit_code = run_generation(*options) ? 0 : 128 + SIGINT;
     });
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include "engine/context/context.h"
 #include "loom/error.h"
@@ -147,6 +148,23 @@ void expect_still_works(Context &ctx, const Batch &valid, const Model &model) {
     for (int64_t i = 0; i < ctx.n_outputs(); ++i) {
         EXPECT_LT(nmse(ctx.logits(i), fresh.logits(i)), 1e-12) << "output " << i;
     }
+}
+
+// Memory is checked before it is taken: a context or buffer the machine cannot hold is an error
+// that says how much it needs and how much there is, not a process killed mid-way.
+TEST_F(DecodeErrors, ContextTooLargeForTheMachine) {
+    const std::string msg = error_of([&] { Context ctx(*model_, {.n_ctx = int64_t(1) << 40}); });
+    EXPECT_NE(msg.find("[kv] a KV cache of 1099511627776 cells needs"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("GiB is available (lower --ctx-size)"), std::string::npos) << msg;
+}
+
+TEST(HostMemory, AllocationPastWhatIsAvailableIsRefused) {
+    if (available_memory() == std::numeric_limits<size_t>::max()) GTEST_SKIP() << "unknown";
+    const size_t too_much = available_memory() + (size_t(1) << 30);
+    const std::string msg = error_of([&] { host_buffer_type().allocate(too_much); });
+    EXPECT_NE(msg.find("[buffer]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("GiB of memory needed"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("GiB available"), std::string::npos) << msg;
 }
 
 TEST_F(DecodeErrors, TokenOutOfRange) {
