@@ -6,7 +6,7 @@ BUILD_FUZZ := build/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 65536
 
-.PHONY: run test bench test-asan fuzz-gguf loadtest setup configure-release format clean
+.PHONY: run test bench test-asan fuzz fuzz-gguf loadtest setup configure-release format clean
 
 setup:
 	./scripts/setup.sh
@@ -41,18 +41,29 @@ test-asan: setup
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS)
 
-# libFuzzer on the GGUF reader (clang, ASan, UBSan) for FUZZ_SECONDS. Seeds: the files in
-# ../shared/models, small files from the writer, and tests/gguf/corpus; what it learns stays in
-# build/fuzz/corpus, crashes go to build/fuzz/crashes (worth keeping: tests/gguf/corpus).
+# libFuzzer (clang, ASan, UBSan) on each target for FUZZ_SECONDS: the GGUF reader (seeds: the
+# files in ../shared/models, small files from the writer, tests/gguf/corpus), the tokenizers, the
+# server's request parser and the chat templates (seeds: tests/fuzz/corpus/<target>). What a
+# fuzzer learns stays in build/fuzz/corpus/<target>; crashes go to build/fuzz/crashes (worth
+# keeping: tests/gguf/corpus or tests/fuzz/corpus/<target>, replayed by make test).
+FUZZ_TEXT_TARGETS := tokenizer request chat_template
+fuzz: fuzz-gguf
+	for target in $(FUZZ_TEXT_TARGETS); do \
+		mkdir -p $(BUILD_FUZZ)/corpus/$$target && \
+		LOOM_ROOT=$(CURDIR) ./$(BUILD_FUZZ)/$${target}_fuzz $(BUILD_FUZZ)/corpus/$$target \
+			tests/fuzz/corpus/$$target -max_len=$(FUZZ_MAX_LEN) -max_total_time=$(FUZZ_SECONDS) \
+			-print_final_stats=1 -artifact_prefix=$(BUILD_FUZZ)/crashes/$$target- || exit 1; \
+	done
+
 fuzz-gguf:
 	./scripts/setup.sh fuzz
 	cmake -S fuzz -B $(BUILD_FUZZ) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)
 	rm -rf $(BUILD_FUZZ)/seeds
-	mkdir -p $(BUILD_FUZZ)/seeds $(BUILD_FUZZ)/corpus $(BUILD_FUZZ)/crashes
+	mkdir -p $(BUILD_FUZZ)/seeds $(BUILD_FUZZ)/corpus/gguf $(BUILD_FUZZ)/crashes
 	cp ../shared/models/*.gguf ../shared/models/vocab/*.gguf $(wildcard tests/gguf/corpus/*) $(BUILD_FUZZ)/seeds/
 	./$(BUILD_FUZZ)/gguf_seeds $(BUILD_FUZZ)/seeds
-	./$(BUILD_FUZZ)/gguf_fuzz $(BUILD_FUZZ)/corpus $(BUILD_FUZZ)/seeds -dict=fuzz/gguf.dict \
+	./$(BUILD_FUZZ)/gguf_fuzz $(BUILD_FUZZ)/corpus/gguf $(BUILD_FUZZ)/seeds -dict=fuzz/gguf.dict \
 		-max_len=$(FUZZ_MAX_LEN) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 		-artifact_prefix=$(BUILD_FUZZ)/crashes/
 

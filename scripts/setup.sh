@@ -23,7 +23,7 @@ packages=(
 # loom serve's test drives the server with the official openai npm client: Node and npm from
 # Debian where the machine has no Node of its own.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
-# `setup.sh fuzz`: what `make fuzz-gguf` adds (libFuzzer comes with clang's runtime).
+# `setup.sh fuzz`: what `make fuzz` adds (libFuzzer comes with clang's runtime).
 if [ "${1:-}" = "fuzz" ]; then
     packages+=(clang libclang-rt-14-dev)
 fi

@@ -1,0 +1,94 @@
+#include "fuzz/targets.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+
+#include "engine/chat/chat_template.h"
+#include "loom/error.h"
+#include "loom/gguf.h"
+#include "tools/loom/serve/request.h"
+
+namespace loom::fuzz {
+
+std::vector<std::unique_ptr<engine::Vocab>> load_vocabularies(const std::string &root) {
+    std::vector<std::unique_ptr<engine::Vocab>> out;
+    const std::filesystem::path dir = std::filesystem::path(root) / "../shared/models/vocab";
+    std::vector<std::filesystem::path> files;
+    for (const auto &entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.path().extension() == ".gguf") files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto &path : files) {
+        try {
+            const gguf::File file(path.string());
+            out.push_back(std::make_unique<engine::Vocab>(engine::Vocab::from_gguf(file)));
+        } catch (const Error &) {  // a tokenizer kind Loom does not have (BERT's WordPiece)
+        }
+    }
+    if (out.empty()) fail("fuzz", "no vocabularies in {}", dir.string());
+    return out;
+}
+
+void tokenizer_one_input(const std::vector<std::unique_ptr<engine::Vocab>> &vocabs,
+                         const uint8_t *data, size_t size) {
+    if (size == 0) return;
+    const engine::Vocab &vocab = *vocabs[data[0] % vocabs.size()];
+    const bool add_special = (data[0] & 0x40) != 0, parse_special = (data[0] & 0x80) != 0;
+    const std::string_view text(reinterpret_cast<const char *>(data + 1), size - 1);
+    const std::vector<int32_t> ids = vocab.tokenize(text, add_special, parse_special);
+    for (const int32_t id : ids) {
+        if (id < 0 || id >= vocab.n_tokens()) fail("fuzz", "tokenize gave id {}", id);
+        vocab.token_to_piece(id, true);
+    }
+    vocab.detokenize(ids, parse_special);
+    // The same bytes as ids, most of them out of range: detokenize refuses those cleanly.
+    std::vector<int32_t> raw((size - 1) / 4);
+    if (!raw.empty()) std::memcpy(raw.data(), data + 1, raw.size() * 4);
+    try {
+        vocab.detokenize(raw, true);
+    } catch (const Error &) {
+    }
+}
+
+void request_one_input(const uint8_t *data, size_t size) {
+    const std::string body(reinterpret_cast<const char *>(data), size);
+    for (const bool chat : {false, true}) {
+        try {
+            const serve::CompletionRequest r =
+                serve::parse_completion_request(serve::parse_json_body(body), chat);
+            if (chat) engine::render_chat(engine::ChatFamily::chatml, r.messages, true);
+        } catch (const serve::RequestError &) {
+        }
+    }
+}
+
+void chat_template_one_input(const uint8_t *data, size_t size) {
+    const std::string_view bytes(reinterpret_cast<const char *>(data), size);
+    engine::detect_chat_family(bytes);
+    std::vector<engine::ChatMessage> messages;
+    static constexpr std::string_view kRoles[] = {"system", "user", "assistant", "tool", ""};
+    size_t start = 0, i = 0;
+    while (start <= bytes.size()) {
+        const size_t end = std::min(bytes.find('\0', start), bytes.size());
+        messages.push_back({std::string(kRoles[i++ % std::size(kRoles)]),
+                            std::string(bytes.substr(start, end - start))});
+        start = end + 1;
+    }
+    const std::string names = engine::chat_family_names();  // "chatml, llama2, ..."
+    for (size_t at = 0; at < names.size();) {
+        const size_t end = std::min(names.find(", ", at), names.size());
+        const auto family =
+            engine::chat_family_from_name(std::string_view(names).substr(at, end - at));
+        if (!family) fail("fuzz", "unknown family in '{}'", names);
+        try {
+            engine::render_chat(*family, messages, true);
+            engine::render_chat(*family, messages, false);
+        } catch (const Error &) {
+        }
+        at = end + 2;
+    }
+}
+
+}  // namespace loom::fuzz

@@ -1,0 +1,34 @@
+#pragma once
+// The bodies of the libFuzzer targets other than the GGUF reader's, shared by the targets
+// (fuzz/*_fuzz.cpp, built with clang and sanitizers by `make fuzz`) and by the replay of their
+// committed corpus in `make test` (tests/fuzz/replay_tests.cpp). Each takes any bytes; a
+// loom::Error or a RequestError is a clean refusal, anything else (a crash, a sanitizer report,
+// another exception) is a finding.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/vocab/vocab.h"
+
+namespace loom::fuzz {
+
+// The vocabularies of ../shared/models/vocab that Loom reads (the SentencePiece and BPE ones
+// llama.cpp ships tests for); `root` is the repository's root.
+std::vector<std::unique_ptr<engine::Vocab>> load_vocabularies(const std::string &root);
+
+// The first byte picks a vocabulary and the flags; the rest is text: tokenized (special tokens
+// parsed or not), the ids detokenized and turned into pieces, and the bytes also read as ids
+// (in range or not) for detokenize.
+void tokenizer_one_input(const std::vector<std::unique_ptr<engine::Vocab>> &vocabs,
+                         const uint8_t *data, size_t size);
+
+// The bytes as the body of POST /v1/completions and /v1/chat/completions.
+void request_one_input(const uint8_t *data, size_t size);
+
+// The bytes as a Jinja template to recognise, and cut at 0 bytes into messages with any roles,
+// rendered by every chat family.
+void chat_template_one_input(const uint8_t *data, size_t size);
+
+}  // namespace loom::fuzz

@@ -1,0 +1,46 @@
+// Every file of tests/fuzz/corpus/<target> through that target's body (fuzz/targets.h): the
+// seeds, and the inputs that once crashed a target, which must now be refused cleanly.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "fuzz/targets.h"
+
+namespace loom::fuzz {
+namespace {
+
+std::vector<std::vector<uint8_t>> corpus(const char *target) {
+    const std::filesystem::path dir =
+        std::filesystem::path(LOOM_SOURCE_DIR) / "tests/fuzz/corpus" / target;
+    std::vector<std::vector<uint8_t>> inputs;
+    for (const auto &entry : std::filesystem::directory_iterator(dir)) {
+        std::ifstream in(entry.path(), std::ios::binary);
+        inputs.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    return inputs;
+}
+
+TEST(FuzzCorpus, Tokenizer) {
+    const auto vocabs = load_vocabularies(LOOM_SOURCE_DIR);
+    const auto inputs = corpus("tokenizer");
+    ASSERT_FALSE(inputs.empty());
+    for (const auto &input : inputs) tokenizer_one_input(vocabs, input.data(), input.size());
+}
+
+TEST(FuzzCorpus, Request) {
+    const auto inputs = corpus("request");
+    ASSERT_FALSE(inputs.empty());
+    for (const auto &input : inputs) request_one_input(input.data(), input.size());
+}
+
+TEST(FuzzCorpus, ChatTemplate) {
+    const auto inputs = corpus("chat_template");
+    ASSERT_FALSE(inputs.empty());
+    for (const auto &input : inputs) chat_template_one_input(input.data(), input.size());
+}
+
+}  // namespace
+}  // namespace loom::fuzz
