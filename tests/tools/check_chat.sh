@@ -4,13 +4,7 @@
 # after /reset as at the start, the same output twice (greedy), a conversation too long for the
 # context refused with a message, and the errors for a missing or unknown template.
 # Usage: check_chat.sh LOOM_BINARY REPO_ROOT
-set -euo pipefail
-loom="$1"
-model="$2/../shared/models/stories260K.gguf"
-[ -f "$model" ] || { echo "missing $model (../shared/models beside the repository)"; exit 1; }
-fail() { echo "FAIL: $*"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/stories_test_setup.sh"
 
 chat() {  # chat ARGS...: the conversation below, stdout to $tmp/out, stderr to $tmp/err
     printf 'Hello\nOnce upon a time\n/reset\nHello\n' |

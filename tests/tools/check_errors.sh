@@ -4,13 +4,7 @@
 # Loom lacks (listing the ones it has), a tensor type it lacks (naming the tensor), an unknown
 # tensor type id, and a context larger than the machine's memory (how much, and what is there).
 # Usage: check_errors.sh LOOM_BINARY REPO_ROOT
-set -euo pipefail
-loom="$1"
-model="$2/../shared/models/stories260K.gguf"
-[ -f "$model" ] || { echo "missing $model (../shared/models beside the repository)"; exit 1; }
-fail() { echo "FAIL: $*"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/stories_test_setup.sh"
 
 expect_error() {  # expect_error PATTERN COMMAND...: non-zero exit, PATTERN (grep -E) on stderr
     local pattern="$1" rc=0

@@ -3,13 +3,7 @@
 # pick, a --batched run against single-sequence runs (bit for bit), --dump-tensors, and the error
 # paths.
 # Usage: check_logits.sh LOOM_BINARY REPO_ROOT
-set -euo pipefail
-loom="$1"
-model="$2/../shared/models/stories260K.gguf"
-[ -f "$model" ] || { echo "missing $model (../shared/models beside the repository)"; exit 1; }
-fail() { echo "FAIL: $*"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/stories_test_setup.sh"
 n_vocab=512
 row_bytes=$((n_vocab * 4))
 

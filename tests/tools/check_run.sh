@@ -3,13 +3,7 @@
 # continuation from ../shared/models/MODELS.md), the timings on stderr, the error paths (missing
 # model, a prompt longer than the context) with a message and a non-zero exit, and Ctrl-C.
 # Usage: check_run.sh LOOM_BINARY REPO_ROOT
-set -euo pipefail
-loom="$1"
-model="$2/../shared/models/stories260K.gguf"
-[ -f "$model" ] || { echo "missing $model (../shared/models beside the repository)"; exit 1; }
-fail() { echo "FAIL: $*"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/stories_test_setup.sh"
 
 "$loom" run -m "$model" -p "Once upon a time" -n 20 --temp 0 >"$tmp/out" 2>"$tmp/err" ||
     fail "loom run exited non-zero: $(cat "$tmp/err")"
