@@ -126,6 +126,30 @@ inline vf exp_nonpositive(vf x) {
     return reinterpret_cast<vf>(reinterpret_cast<vi>(result) & ~(n < splat(-192.0f)));
 }
 
+// e^x for any x with the arithmetic of ggml's AVX2 ggml_v_expf, which llama.cpp's silu uses (and
+// the haswell build that made the fixtures): the same reduction and polynomial as above but
+// without its constant term, j, so that e^x = 2^n + 2^n j in one rounding. Past |n| = 126 the
+// scale is split in two factors, s1 * (s2 + s2 j); past |n| = 192 the result is 0 or +inf.
+inline vf exp_any(vf x) {
+    const vf shift = splat(0x1.8p23f);
+    const vf z = fmadd(x, splat(0x1.715476p+0f), shift);
+    const vf n = z - shift;
+    const vf b = fmadd(-n, splat(0x1.7f7d1cp-20f), fmadd(-n, splat(0x1.62e4p-1f), x));
+    const vu e = reinterpret_cast<vu>(z) << 23;
+    const vf k = reinterpret_cast<vf>(e + 0x3f800000u);  // 2^n
+    const vf u = b * b;
+    const vf j = fmadd(fmadd(fmadd(splat(0x1.0e4020p-7f), b, splat(0x1.573e2ep-5f)), u,
+                             fmadd(splat(0x1.555e66p-3f), b, splat(0x1.fffdb6p-2f))),
+                       u, splat(0x1.ffffecp-1f) * b);
+    const vf abs_n = reinterpret_cast<vf>(reinterpret_cast<vu>(n) & 0x7fffffffu);
+    const vu g = (n <= splat(0.0f)) & 0x82000000u;
+    const vf s1 = reinterpret_cast<vf>(g + 0x7f000000u);
+    const vf s2 = reinterpret_cast<vf>(e - g);
+    const vf big = fmadd(s2, j, s2) * s1;
+    const vf in_range = fmadd(k, j, k);
+    return abs_n > splat(192.0f) ? s1 * s1 : (abs_n > splat(126.0f) ? big : in_range);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reading rows of each float dtype: VL elements from element i as floats, or one.
 

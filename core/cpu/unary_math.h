@@ -2,6 +2,7 @@
 // Scalar activation functions shared by the unary and gated kernels.
 #include <cmath>
 
+#include "core/cpu/simd.h"
 #include "loom/fp16.h"
 
 namespace loom::cpu {
@@ -9,8 +10,14 @@ namespace loom::cpu {
 inline float sigmoid_f32(float x) {
     return 1.0f / (1.0f + std::exp(-x));
 }
+
+// x / (1 + e^-x), vectorized, as llama.cpp's vector silu computes it.
+inline simd::vf silu(simd::vf x) {
+    return x / (simd::splat(1.0f) + simd::exp_any(simd::splat(0.0f) - x));
+}
+// One element through the same instructions, so a row's scalar tail matches its vector body.
 inline float silu_f32(float x) {
-    return x / (1.0f + std::exp(-x));
+    return silu(simd::splat(x))[0];
 }
 
 // GELU, tanh approximation (Hendrycks & Gimpel): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
