@@ -34,7 +34,7 @@ class ThreadPool {
 
     std::mutex mutex_;
     std::condition_variable wake_;
-    uint64_t generation_ = 0;  // bumped per run; workers wait for a change
+    std::atomic<uint64_t> generation_{0};  // bumped per run; workers wait for a change
     bool stop_ = false;
     const std::function<void(int)> *task_ = nullptr;
     std::atomic<int> running_{0};  // workers still inside the current task
