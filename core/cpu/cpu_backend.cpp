@@ -1,5 +1,6 @@
 // CpuBackend: validates a graph, sizes the scratch buffer and runs every node on all threads
-// with a barrier between nodes.
+// with a barrier between steps: single nodes, or runs of adjacent nodes one kernel computes
+// together (Kernel::joins).
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -104,6 +105,31 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
 }
 
+// The graph's computing nodes in order, as steps of one node or of a run of consecutive nodes
+// whose kernel computes them together (Kernel::joins).
+std::vector<std::span<Tensor *const>> plan_steps(const Graph &graph, const KernelTable &table) {
+    std::vector<Tensor *const *> nodes;
+    for (Tensor *const &node : graph.node_list()) {
+        if ((node->flags & kFlagCompute) && table[size_t(node->op)].compute != nullptr) {
+            nodes.push_back(&node);
+        }
+    }
+    std::vector<std::span<Tensor *const>> steps;
+    for (size_t i = 0; i < nodes.size();) {
+        const Kernel &k = table[size_t((*nodes[i])->op)];
+        size_t j = i + 1;
+        if (k.joins != nullptr) {
+            while (j < nodes.size() && nodes[j] == nodes[j - 1] + 1 &&
+                   (*nodes[j])->op == (*nodes[i])->op && k.joins(*nodes[i], *nodes[j])) {
+                ++j;
+            }
+        }
+        steps.emplace_back(nodes[i], j - i);
+        i = j;
+    }
+    return steps;
+}
+
 }  // namespace
 
 struct CpuBackend::Impl {
@@ -169,6 +195,7 @@ void CpuBackend::graph_compute(const Graph &graph) {
         (reinterpret_cast<uintptr_t>(scratch.data()) + kScratchAlign - 1) / kScratchAlign *
         kScratchAlign);
 
+    const std::vector<std::span<Tensor *const>> steps = plan_steps(graph, table);
     impl_->pool.run([&](int ith) {
         const cpu::ComputeParams params{.ith = ith,
                                         .nth = nth,
@@ -176,25 +203,33 @@ void CpuBackend::graph_compute(const Graph &graph) {
                                         .work_size = per_thread,
                                         .shared = base + per_thread * size_t(nth),
                                         .pool = &impl_->pool};
-        for (Tensor *node : graph.node_list()) {
-            if (!(node->flags & kFlagCompute)) continue;
-            const Kernel &k = table[size_t(node->op)];
-            if (k.compute == nullptr) continue;
+        for (const std::span<Tensor *const> step : steps) {
+            const Kernel &k = table[size_t(step[0]->op)];
+            auto compute = [&] {
+                if (step.size() == 1) {
+                    k.compute(params, step[0]);
+                } else {
+                    k.compute_run(params, step);
+                }
+            };
             if (impl_->profiling && ith == 0) {
                 const auto start = Clock::now();
-                k.compute(params, node);
+                compute();
                 const auto computed = Clock::now();
                 params.barrier();
-                OpTime &t = impl_->profile[profile_kind(node)];
-                ++t.count;
+                OpTime &t = impl_->profile[profile_kind(step[0])];
+                t.count += int64_t(step.size());
+                ++t.steps;
                 t.seconds += seconds_between(start, Clock::now());
                 t.wait_seconds += seconds_between(computed, Clock::now());
             } else {
-                k.compute(params, node);
+                compute();
                 params.barrier();
             }
             if (impl_->eval_callback) {
-                if (ith == 0) impl_->eval_callback(node);
+                if (ith == 0) {
+                    for (Tensor *node : step) impl_->eval_callback(node);
+                }
                 params.barrier();
             }
         }

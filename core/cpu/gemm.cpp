@@ -405,7 +405,6 @@ void gemm_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch 
 void few_columns_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch &s) {
     const int nx = int(job.n);
     const float *x[kNarrowMaxN];
-    float *d[kNarrowMaxN];
     const Rounding round = activation_rounding(job.a_type);
     for (int c = 0; c < nx; ++c) {  // the columns, rounded as pack_b rounds them
         float *buf = s.b + size_t(c) * size_t(K);
@@ -518,8 +517,9 @@ size_t work_size(DType a_type, int64_t k, int64_t max_n) {
 }
 
 void run(const ComputeParams &params, const Problem &problem, std::byte *work) {
-    const int64_t M = problem.m, K = problem.k;
-    if (M <= 0 || problem.n_jobs <= 0) return;
+    if (problem.n_jobs <= 0) return;
+    const int64_t M = problem.job_at(problem.ctx, 0).m, K = problem.k;
+    if (M <= 0) return;
     // Work units are MR-row panels of every job, split into one contiguous range per thread.
     const int64_t panels = (M + MR - 1) / MR;
     const Range range = split_range(problem.n_jobs * panels, params.ith, params.nth);

@@ -1,12 +1,12 @@
 #pragma once
 // The matrix-product engine behind mul_mat and mul_mat_id (core/cpu/gemm.cpp).
 //
-// A product is a list of jobs that share M and K. Each job multiplies one weight matrix `a`
-// (M rows of K elements: a float dtype with any strides, or a block format with contiguous rows)
-// by N columns of F32 activations (rows of b, K elements each) and writes N rows of M floats.
-// Columns are addressed through Columns, so a job can gather arbitrary rows of b and scatter to
-// arbitrary rows of dst (mul_mat_id's expert groups) as well as plain strided ones (mul_mat's
-// batches).
+// A product is a list of jobs that share K. Each job multiplies one weight matrix `a`
+// (Job::m rows of K elements, the same M for every job of the float path: a float dtype with any
+// strides, or a block format with contiguous rows) by N columns of F32 activations (rows of b, K
+// elements each) and writes N rows of M floats. Columns are addressed through Columns, so a job can
+// gather arbitrary rows of b and scatter to arbitrary rows of dst (mul_mat_id's expert groups) as
+// well as plain strided ones (mul_mat's batches).
 //
 // Float weights: each output element is the sum of its K terms in k order, KC at a time, the
 // block sums added in turn, whatever N is, so a column's result is the same bit for bit whether
@@ -86,13 +86,17 @@ struct Job {
     // F16 / BF16 rows interleaved 16 at a time (core/cpu/repack.h): element (k, m) at
     // a + (m / 16) * 16 * a_nb1 + (16 * k + m % 16) * a_nb0. M is then a multiple of 16.
     bool a_grouped = false;
+    int64_t m = 0;  // rows of a
     Columns cols;
     int64_t n = 0;  // columns
 };
 
 struct Problem {
-    int64_t m = 0, k = 0;  // shared by every job
+    int64_t k = 0;  // shared by every job
     int64_t n_jobs = 0;
+    // Every job multiplies job 0's columns (several weights against the same activations): the
+    // integer path (qgemm.h) then quantizes them once.
+    bool shared_columns = false;
     Job (*job_at)(const void *ctx, int64_t i) = nullptr;
     const void *ctx = nullptr;
 };

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <span>
 
 #include "core/op_params.h"
 #include "loom/core.h"
@@ -41,6 +42,12 @@ struct Kernel {
     size_t (*work_size)(const Tensor *dst) = nullptr;
     // Bytes of scratch shared by the node's threads; null: none.
     size_t (*shared_size)(const Tensor *dst) = nullptr;
+    // Consecutive nodes of this op that can run as one (neither reads another's result):
+    // `joins` says whether `next` may join the run that `first` starts, and `compute_run`
+    // computes such a run, at least two nodes, behind one barrier instead of one each. Null:
+    // every node runs alone.
+    bool (*joins)(const Tensor *first, const Tensor *next) = nullptr;
+    void (*compute_run)(const ComputeParams &params, std::span<Tensor *const> nodes) = nullptr;
 };
 
 using KernelTable = std::array<Kernel, kOpCount>;

@@ -67,6 +67,7 @@ gemm::Job mul_mat_job(const void *ctx, int64_t i) {
             .a_nb1 = a->nb[1],
             .a_type = a->type,
             .a_grouped = is_repacked(a),
+            .m = a->ne[1],
             .cols = {.b = bytes(b->data) + size_t(i2) * b->nb[2] + size_t(i3) * b->nb[3],
                      .b_nb0 = b->nb[0],
                      .b_s1 = b->nb[1],
@@ -78,12 +79,37 @@ gemm::Job mul_mat_job(const void *ctx, int64_t i) {
 void mul_mat_compute(const ComputeParams &params, Tensor *dst) {
     const Tensor *a = dst->src[0];
     const Tensor *b = dst->src[1];
-    const gemm::Problem problem{.m = a->ne[1],
-                                .k = a->ne[0],
-                                .n_jobs = b->ne[2] * b->ne[3],
-                                .job_at = mul_mat_job,
-                                .ctx = dst};
+    const gemm::Problem problem{
+        .k = a->ne[0], .n_jobs = b->ne[2] * b->ne[3], .job_at = mul_mat_job, .ctx = dst};
     run_product(params, problem, a, params.work);
+}
+
+// Products of several weights with the same activations (a layer's Q, K and V; an FFN's gate and
+// up) on the integer path run as one problem: the columns are quantized once, and the threads
+// take row chunks of every weight in turn. Each output element is computed exactly as alone.
+bool mul_mat_joins(const Tensor *first, const Tensor *next) {
+    auto single = [](const Tensor *t) {
+        const Tensor *a = t->src[0], *b = t->src[1];
+        return integer_kernels(a) && a->ne[2] == 1 && a->ne[3] == 1 && b->ne[2] == 1 &&
+               b->ne[3] == 1;
+    };
+    return single(first) && single(next) && next->src[1] == first->src[1] &&
+           next->src[0]->type == first->src[0]->type && next->src[0]->ne[0] == first->src[0]->ne[0];
+}
+
+gemm::Job run_job(const void *ctx, int64_t i) {
+    const auto *nodes = static_cast<const std::span<Tensor *const> *>(ctx);
+    return mul_mat_job((*nodes)[size_t(i)], 0);
+}
+
+void mul_mat_compute_run(const ComputeParams &params, std::span<Tensor *const> nodes) {
+    const Tensor *a = nodes[0]->src[0];
+    const gemm::Problem problem{.k = a->ne[0],
+                                .n_jobs = int64_t(nodes.size()),
+                                .shared_columns = true,
+                                .job_at = run_job,
+                                .ctx = &nodes};
+    qgemm::run(params, problem, a->type, params.work);
 }
 
 bool mul_mat_supports(const Tensor *dst) {
@@ -166,6 +192,7 @@ gemm::Job mul_mat_id_job(const void *ctx, int64_t i) {
             .a_nb1 = as->nb[1],
             .a_type = as->type,
             .a_grouped = is_repacked(as),
+            .m = as->ne[1],
             .cols = {.b = bytes(b->data),
                      .b_nb0 = b->nb[0],
                      .b_s1 = b->ne[1] == 1 ? 0 : b->nb[1],  // one b row shared by every slot
@@ -194,11 +221,8 @@ void mul_mat_id_compute(const ComputeParams &params, Tensor *dst) {
     }
 
     const MulMatIdContext ctx{.dst = dst, .groups = &groups};
-    const gemm::Problem problem{.m = as->ne[1],
-                                .k = as->ne[0],
-                                .n_jobs = groups.n_active,
-                                .job_at = mul_mat_id_job,
-                                .ctx = &ctx};
+    const gemm::Problem problem{
+        .k = as->ne[0], .n_jobs = groups.n_active, .job_at = mul_mat_id_job, .ctx = &ctx};
     run_product(params, problem, as, params.work + id_ints_bytes(dst));
 }
 
@@ -224,7 +248,9 @@ void register_matmul_kernels(KernelTable &table) {
     table[size_t(Op::mul_mat)] = {.compute = mul_mat_compute,
                                   .supports = mul_mat_supports,
                                   .work_size = mul_mat_work_size,
-                                  .shared_size = mul_mat_shared_size};
+                                  .shared_size = mul_mat_shared_size,
+                                  .joins = mul_mat_joins,
+                                  .compute_run = mul_mat_compute_run};
     table[size_t(Op::mul_mat_id)] = {.compute = mul_mat_id_compute,
                                      .supports = mul_mat_id_supports,
                                      .work_size = mul_mat_id_work_size,

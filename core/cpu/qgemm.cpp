@@ -55,7 +55,8 @@ std::byte *panels_base(const ComputeParams &params) {
 }
 
 // Phase 1: column j of job i goes to slot j % kPanel of panel j / kPanel of the job; the job's
-// panels follow those of the jobs before it, `first` columns in.
+// panels follow those of the jobs before it, `first` columns in. With shared columns only job 0's
+// are quantized, and every job reads them.
 void quantize_columns(const ComputeParams &params, const gemm::Problem &problem, const Format &f,
                       const Scratch &s) {
     const int64_t K = problem.k;
@@ -63,11 +64,12 @@ void quantize_columns(const ComputeParams &params, const gemm::Problem &problem,
     const size_t col_bytes = column_bytes(f, K);
     const gemm::Quantizer quantize = gemm::activation_quantizer(f.act_type);
 
+    const int64_t n_jobs = problem.shared_columns ? 1 : problem.n_jobs;
     int64_t total = 0;
-    for (int64_t i = 0; i < problem.n_jobs; ++i) total += problem.job_at(problem.ctx, i).n;
+    for (int64_t i = 0; i < n_jobs; ++i) total += problem.job_at(problem.ctx, i).n;
     const Range mine = split_range(total, params.ith, params.nth);
     int64_t first = 0;
-    for (int64_t i = 0; i < problem.n_jobs && first < mine.end; ++i) {
+    for (int64_t i = 0; i < n_jobs && first < mine.end; ++i) {
         const gemm::Job job = problem.job_at(problem.ctx, i);
         const int64_t jb = std::max<int64_t>(0, mine.begin - first);
         const int64_t je = std::min<int64_t>(job.n, mine.end - first);
@@ -143,7 +145,7 @@ size_t work_size(DType type, int64_t k) {
 }
 
 void run(const ComputeParams &params, const gemm::Problem &problem, DType type, std::byte *work) {
-    const int64_t M = problem.m, K = problem.k;
+    const int64_t K = problem.k;
     if (problem.n_jobs == 0) return;  // the same for every thread, so none waits alone
     const Format &f = *format(type);
     const Scratch s = carve(work, f, K);
@@ -152,26 +154,33 @@ void run(const ComputeParams &params, const gemm::Problem &problem, DType type, 
     params.barrier();  // also publishes the counter's reset
 
     // Chunks are numbered job after job; each thread takes the next free one, so the numbers it
-    // gets only grow and it can follow the jobs' column offsets with one cursor.
-    const int64_t groups = M / kGroupRows;
+    // gets only grow and it can follow the jobs (their chunk and column offsets) with one cursor.
     int64_t n_max = 0;
     for (int64_t i = 0; i < problem.n_jobs; ++i) {
         n_max = std::max(n_max, problem.job_at(problem.ctx, i).n);
     }
-    int64_t job_index = 0, first = 0;  // first: columns of the jobs before job_index
+    auto chunks_of = [&](const gemm::Job &job) {
+        const int64_t per_chunk = chunk_groups(job, n_max);
+        return (job.m / kGroupRows + per_chunk - 1) / per_chunk;
+    };
+    int64_t total_chunks = 0;
+    for (int64_t i = 0; i < problem.n_jobs; ++i) {
+        total_chunks += chunks_of(problem.job_at(problem.ctx, i));
+    }
+    int64_t job_index = 0, first_chunk = 0, first = 0;  // first: columns of the jobs before
     gemm::Job job = problem.job_at(problem.ctx, 0);
-    const int64_t per_chunk = chunk_groups(job, n_max);
-    const int64_t chunks_per_job = (groups + per_chunk - 1) / per_chunk;
     const size_t col_bytes = column_bytes(f, K);
     for (;;) {
         const int64_t chunk = next_chunk(params).fetch_add(1, std::memory_order_relaxed);
-        if (chunk >= problem.n_jobs * chunks_per_job) break;
-        while (job_index < chunk / chunks_per_job) {
-            first += job.n;
+        if (chunk >= total_chunks) break;
+        while (chunk >= first_chunk + chunks_of(job)) {
+            first_chunk += chunks_of(job);
+            if (!problem.shared_columns) first += job.n;
             job = problem.job_at(problem.ctx, ++job_index);
         }
-        const int64_t g0 = chunk % chunks_per_job * per_chunk;
-        const int64_t g1 = std::min(groups, g0 + per_chunk);
+        const int64_t per_chunk = chunk_groups(job, n_max);
+        const int64_t g0 = (chunk - first_chunk) * per_chunk;
+        const int64_t g1 = std::min(job.m / kGroupRows, g0 + per_chunk);
         if (job.n > 0) {
             multiply_groups(job, f, K, g0, g1, panels_base(params) + size_t(first) * col_bytes,
                             s.out);

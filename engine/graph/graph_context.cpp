@@ -104,6 +104,9 @@ Tensor *GraphContext::build_norm(Tensor *cur, Tensor *weight, Tensor *bias, Norm
 
 Tensor *GraphContext::build_linear(Tensor *weight, Tensor *x, Tensor *bias) {
     Tensor *cur = mul_mat(ctx0, weight, x);
+    // In the graph as soon as it is made, so that products of the same input built one after
+    // another (Q, K, V; gate, up) are adjacent nodes, which the CPU backend runs as one.
+    build_forward_expand(gf, cur);
     return bias != nullptr ? add(ctx0, cur, bias) : cur;
 }
 

@@ -39,7 +39,8 @@ class CpuBackend : public Backend {
     // barrier. Off by default (it reads the clock twice per node); accumulates until taken.
     struct OpTime {
         std::string kind;
-        int64_t count = 0;
+        int64_t count = 0;  // nodes
+        int64_t steps = 0;  // runs of nodes computed together (Kernel::joins), or single nodes
         double seconds = 0.0, wait_seconds = 0.0;
     };
     void set_profiling(bool on);

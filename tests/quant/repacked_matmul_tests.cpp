@@ -217,6 +217,50 @@ TEST_P(RepackedMatMul, ExpertsFromIds) {
     }
 }
 
+// Products of several weights with one input, adjacent in the graph (a layer's Q, K and V), run
+// as one step with the columns quantized once; each element is still the order above. A product
+// of another input, or of weights of another type, is a step of its own.
+TEST_P(RepackedMatMul, ProductsOfOneInputRunAsOneStep) {
+    const DType type = GetParam();
+    const int64_t K = test_depth(type);
+    RepackedWeights q(type, K, 48, 1, 11), k(type, K, 16, 1, 12), v(type, K, 32, 1, 13);
+    RepackedWeights other(type, K, 16, 1, 14);
+    for (int64_t n : {1, 5}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n);
+        Context ctx({.mem_size = 4u << 20});
+        Tensor *x = random_f32(ctx, {K, n}, uint32_t(20 + n));
+        Tensor *y = random_f32(ctx, {K, n}, uint32_t(30 + n));
+        Graph *graph = new_graph(ctx);
+        const RepackedWeights *weights[] = {&q, &k, &v, &other};
+        std::vector<Tensor *> outs;
+        for (const RepackedWeights *w : weights) {
+            outs.push_back(mul_mat(ctx, w->a, w == &other ? y : x));
+            build_forward_expand(graph, outs.back());
+        }
+        for (int threads : {1, 3}) {
+            CpuBackend backend(threads);
+            backend.set_profiling(true);
+            backend.graph_compute(*graph);
+            const std::vector<CpuBackend::OpTime> profile = backend.take_profile();
+            ASSERT_EQ(profile.size(), 1u);
+            EXPECT_EQ(profile[0].count, 4);
+            EXPECT_EQ(profile[0].steps, 2);
+            for (size_t i = 0; i < outs.size(); ++i) {
+                const Tensor *b = i == 3 ? y : x;
+                const int64_t M = outs[i]->ne[0];
+                for (int64_t j = 0; j < n; ++j) {
+                    const float *col = static_cast<const float *>(b->data) + j * K;
+                    for (int64_t m = 0; m < M; ++m) {
+                        ASSERT_EQ(static_cast<const float *>(outs[i]->data)[j * M + m],
+                                  expected_element(type, weights[i]->row(m), col, K))
+                            << "product " << i << " m=" << m << " j=" << j;
+                    }
+                }
+            }
+        }
+    }
+}
+
 // Only a matrix product can read the interleaved bytes; anything else is refused up front.
 TEST_P(RepackedMatMul, OtherReadersAreRefused) {
     const DType type = GetParam();

@@ -149,11 +149,12 @@ void print_profile(const std::vector<CpuBackend::OpTime> &profile, const Instanc
     fmt::print(stderr,
                "profile of pp{} tg{}, {} thread(s), per run ({:.2f} ms of graph compute):\n",
                inst.n_prompt, inst.n_gen, inst.n_threads, 1e3 * total / runs);
-    fmt::print(stderr, "  {:<16} {:>8} {:>10} {:>7} {:>10}\n", "node", "count", "ms", "share",
-               "wait ms");
+    fmt::print(stderr, "  {:<16} {:>8} {:>8} {:>10} {:>7} {:>10}\n", "node", "count", "steps", "ms",
+               "share", "wait ms");
     for (const auto &t : profile) {
-        fmt::print(stderr, "  {:<16} {:>8} {:>10.3f} {:>6.1f}% {:>10.3f}\n", t.kind, t.count / runs,
-                   1e3 * t.seconds / runs, 100.0 * t.seconds / total, 1e3 * t.wait_seconds / runs);
+        fmt::print(stderr, "  {:<16} {:>8} {:>8} {:>10.3f} {:>6.1f}% {:>10.3f}\n", t.kind,
+                   t.count / runs, t.steps / runs, 1e3 * t.seconds / runs,
+                   100.0 * t.seconds / total, 1e3 * t.wait_seconds / runs);
     }
 }
 
