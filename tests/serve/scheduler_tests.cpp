@@ -2,8 +2,10 @@
 // cancelled job frees its slot, the queue has a limit, and the ends are reported right.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
+#include "loom/error.h"
 #include "tools/loom/serve/scheduler.h"
 
 namespace loom::serve {
@@ -32,6 +34,7 @@ Job greedy_job(const std::string &prompt, int32_t max_tokens) {
 struct Result {
     std::string text, finish_reason, error;
     int64_t n_generated = 0;
+    std::vector<int32_t> tokens;  // with log-probabilities asked for
 };
 
 Result wait(Task &task) {
@@ -42,6 +45,7 @@ Result wait(Task &task) {
             break;
         }
         r.text += e.text;
+        for (const TokenLogprob &t : e.chosen) r.tokens.push_back(t.token);
         if (e.done) {
             r.finish_reason = e.finish_reason;
             r.error = e.error;
@@ -125,6 +129,41 @@ TEST(Scheduler, ContextEndIsALengthFinish) {
     const Result r = wait(*s.submit(greedy_job("Once upon a time", -1)));
     EXPECT_EQ(r.finish_reason, "length");
     EXPECT_GT(r.n_generated, 0);
+}
+
+// With --context-shift the slot drops the older half of its tokens after BOS and n_keep and goes
+// on: the answer runs to max_tokens, past the slot's 16 cells, and until the first shift it is
+// the answer of a slot with room to spare.
+TEST(Scheduler, ContextShiftGoesOnPastTheSlotsContext) {
+    Job job = greedy_job("Once upon a time", 40);
+    job.top_logprobs = 0;
+    const size_t n_prompt = job.prompt.size();
+    Scheduler roomy(stories(), {.n_parallel = 1, .n_ctx = 256});
+    const Result reference = wait(*roomy.submit(job));
+    ASSERT_EQ(reference.n_generated, 40) << "the story ends early: pick a longer one";
+
+    Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 16, .context_shift = true, .n_keep = 1});
+    const Result r = wait(*s.submit(job));
+    EXPECT_EQ(r.finish_reason, "length");
+    EXPECT_EQ(r.n_generated, 40);
+    EXPECT_GE(s.metrics().context_shifts, 2);
+    ASSERT_EQ(r.tokens.size(), 40u);
+    const size_t before_shift = 16 - n_prompt;
+    EXPECT_TRUE(std::equal(r.tokens.begin(), r.tokens.begin() + long(before_shift),
+                           reference.tokens.begin()));
+}
+
+// GPT-2's learned positions cannot move: the server refuses to start rather than shift wrongly.
+TEST(Scheduler, ContextShiftNeedsRotaryPositions) {
+    const auto path =
+        std::filesystem::path(LOOM_SOURCE_DIR).parent_path() / "shared/fixtures/gpt2/model.gguf";
+    const auto gpt2 = engine::Model::load(path.string());
+    try {
+        Scheduler s(*gpt2, {.n_parallel = 1, .n_ctx = 64, .context_shift = true});
+        FAIL() << "a context shift was accepted for learned positions";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("rotary"), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace

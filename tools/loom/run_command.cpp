@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/context/context.h"
+#include "engine/context/context_shift.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
 #include "loom/error.h"
@@ -37,16 +38,6 @@ struct RunOptions {
     int32_t n_keep = 0;          // tokens of the prompt a shift keeps (after BOS)
     engine::SamplingParams sampling;
 };
-
-// Makes room in a full context as llama.cpp's --context-shift does: of the tokens after the
-// first n_keep, the older half is removed and the rest moved back over it (seq_add re-rotates
-// their K to the new positions). Returns the new number of positions in use.
-engine::Pos shift_context(engine::Context &ctx, engine::Pos n_past, engine::Pos n_keep) {
-    const engine::Pos n_discard = (n_past - n_keep) / 2;
-    ctx.kv().seq_rm(0, n_keep, n_keep + n_discard);
-    ctx.kv().seq_add(0, n_keep + n_discard, n_past, -n_discard);
-    return n_past - n_discard;
-}
 
 using Clock = std::chrono::steady_clock;
 
@@ -126,12 +117,7 @@ bool run_generation(const RunOptions &options) {
         fail("run", "the prompt has {} tokens, more than the context's {} (raise --ctx-size)",
              prompt.size(), context.n_ctx);
     }
-    if (options.context_shift && model->arch().positions != engine::PositionEncoding::rope) {
-        fail("run",
-             "--context-shift moves tokens to new positions, which needs rotary position "
-             "embeddings; {} has learned ones",
-             model->hparams().arch);
-    }
+    if (options.context_shift) engine::require_context_shift(*model, "run");
     // As llama.cpp: BOS is always kept, then --keep tokens of the prompt.
     const auto n_keep = engine::Pos(
         std::min<int64_t>(int64_t(prompt.size()), options.n_keep + (vocab.add_bos() ? 1 : 0)));
@@ -168,7 +154,8 @@ bool run_generation(const RunOptions &options) {
             fmt::print(stderr, "\nloom run: the context is full ({} tokens); stopping\n", n_past);
             break;
         }
-        if (n_past >= ctx.options().n_ctx) n_past = shift_context(ctx, n_past, n_keep);
+        if (n_past >= ctx.options().n_ctx)
+            n_past = engine::shift_context(ctx.kv(), 0, n_past, n_keep);
         engine::Batch batch;
         batch.add(token, n_past++, 0, true);
         const auto eval_start = Clock::now();

@@ -291,7 +291,9 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
                                        .n_threads = s.options.n_threads,
                                        .flash_attn = s.options.flash_attn,
                                        .kv_type = s.options.kv_type,
-                                       .max_queue = s.options.max_queue});
+                                       .max_queue = s.options.max_queue,
+                                       .context_shift = s.options.context_shift,
+                                       .n_keep = s.options.n_keep});
     } catch (...) {
         end_listening();
         throw;

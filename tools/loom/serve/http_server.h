@@ -27,6 +27,8 @@ struct ServeOptions {
     DType kv_type = DType::F16;
     size_t max_body_bytes = size_t(1) << 20;
     int max_queue = 64;
+    bool context_shift = false;  // shift a full slot's context instead of ending with "length"
+    int32_t n_keep = 0;          // prompt tokens (after BOS) a shift keeps
 };
 
 class HttpServer {

@@ -32,6 +32,8 @@ std::string prometheus_metrics(const SchedulerMetrics &m) {
     add(out, "requests_deferred", "gauge", "Requests waiting for a slot.",
         double(m.requests_queued));
     add(out, "requests_total", "counter", "Requests accepted.", double(m.requests_total));
+    add(out, "n_context_shifts_total", "counter", "Context shifts of full slots (--context-shift).",
+        double(m.context_shifts));
     return out;
 }
 

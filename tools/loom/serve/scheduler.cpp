@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/context/context_shift.h"
 #include "loom/error.h"
 #include "tools/loom/serve/text_stream.h"
 
@@ -110,6 +111,7 @@ Scheduler::Scheduler(const engine::Model &model, const SchedulerOptions &options
       options_(options),
       slot_ctx_(slot_cells(model, options)),
       ctx_(model, context_options(options, slot_ctx_)) {
+    if (options.context_shift) engine::require_context_shift(model, "serve");
     for (int i = 0; i < options.n_parallel; ++i) {
         slots_.push_back(std::make_unique<Slot>());
         slots_.back()->id = i;
@@ -235,8 +237,14 @@ void Scheduler::after_decode(Slot &slot, std::span<const float> logits) {
         return finish(slot, "stop");
     }
     slot.task->push(std::move(e));
-    if (slot.n_generated == slot.job.max_tokens || slot.n_past >= slot_ctx_) {
-        return finish(slot, "length");
+    if (slot.n_generated == slot.job.max_tokens) return finish(slot, "length");
+    if (slot.n_past >= slot_ctx_) {
+        // As llama.cpp's server: BOS, then n_keep tokens of the prompt.
+        const auto n_keep = engine::Pos(std::min<int64_t>(
+            int64_t(slot.job.prompt.size()), options_.n_keep + (vocab.add_bos() ? 1 : 0)));
+        if (!options_.context_shift || n_keep >= slot_ctx_ - 1) return finish(slot, "length");
+        slot.n_past = engine::shift_context(ctx_.kv(), slot.id, slot.n_past, n_keep);
+        ++metrics_.context_shifts;
     }
     slot.next_token = token;
 }

@@ -30,6 +30,10 @@ struct SchedulerOptions {
     bool flash_attn = false;
     DType kv_type = DType::F16;
     int max_queue = 64;  // requests waiting for a slot before new ones are refused
+    // A generation that fills its slot's context shifts it (engine/context/context_shift.h),
+    // keeping BOS and the first n_keep prompt tokens, instead of ending with "length".
+    bool context_shift = false;
+    int32_t n_keep = 0;
 };
 
 struct Job {
@@ -79,6 +83,7 @@ struct SchedulerMetrics {
     double prompt_seconds = 0.0, generation_seconds = 0.0;
     int64_t requests_processing = 0, requests_queued = 0, requests_total = 0;
     int64_t kv_cells_used = 0, kv_cells = 0;
+    int64_t context_shifts = 0;
 };
 
 class Scheduler {
