@@ -19,24 +19,29 @@ size_t column_bytes(const Format &f, int64_t k) {
     return size_t(k / f.block) * f.column_block_bytes();
 }
 
-// Per-thread scratch: one column as F32, the same quantized, and a tile's sums.
+// Per-thread scratch: one column as F32, the same quantized, and a tile's sums, at these offsets.
+struct ScratchLayout {
+    size_t act, out, bytes;
+};
+ScratchLayout scratch_layout(const Format &f, int64_t k) {
+    ScratchLayout l{};
+    l.act = round_up(size_t(k) * sizeof(float), 64);
+    l.out = l.act + round_up(row_size(f.act_type, k), 64);
+    l.bytes = l.out + size_t(kPanel * kGroupRows) * sizeof(float);
+    return l;
+}
+
 struct Scratch {
     float *x;
     std::byte *act;
     float *out;
-    size_t bytes;
 };
 
 Scratch carve(std::byte *work, const Format &f, int64_t k) {
-    Scratch s{};
-    size_t at = 0;
-    s.x = reinterpret_cast<float *>(work);
-    at += round_up(size_t(k) * sizeof(float), 64);
-    s.act = work + at;
-    at += round_up(row_size(f.act_type, k), 64);
-    s.out = reinterpret_cast<float *>(work + at);
-    s.bytes = at + size_t(kPanel * kGroupRows) * sizeof(float);
-    return s;
+    const ScratchLayout l = scratch_layout(f, k);
+    return {.x = reinterpret_cast<float *>(work),
+            .act = work + l.act,
+            .out = reinterpret_cast<float *>(work + l.out)};
 }
 
 // Weight rows one thread keeps in L2 while every panel passes by: about half of the 1.25 MiB L2
@@ -141,7 +146,7 @@ size_t shared_size(DType type, int64_t k, int64_t n_columns) {
 }
 
 size_t work_size(DType type, int64_t k) {
-    return carve(nullptr, *format(type), k).bytes;
+    return scratch_layout(*format(type), k).bytes;
 }
 
 void run(const ComputeParams &params, const gemm::Problem &problem, DType type, std::byte *work) {
