@@ -78,8 +78,8 @@ void quantize_symmetric(const float *x, uint16_t &d_out, uint8_t *qs, uint8_t *q
     d_out = f32_to_fp16(d);
     uint32_t high = 0;
     for (int j = 0; j < QK / 2; ++j) {
-        const int q0 = std::min(q_max, int(int8_t(x[j] * id + (float(offset) + 0.5f))));
-        const int q1 = std::min(q_max, int(int8_t(x[j + QK / 2] * id + (float(offset) + 0.5f))));
+        const int q0 = std::min(q_max, int(to_int8(x[j] * id + (float(offset) + 0.5f))));
+        const int q1 = std::min(q_max, int(to_int8(x[j + QK / 2] * id + (float(offset) + 0.5f))));
         qs[j] = uint8_t((q0 & 0x0f) | (q1 & 0x0f) << 4);
         high |= uint32_t(q0 >> 4 & 1) << j | uint32_t(q1 >> 4 & 1) << (j + QK / 2);
     }
@@ -97,8 +97,8 @@ void quantize_affine(const float *x, uint16_t &d_out, uint16_t &m_out, uint8_t *
     m_out = f32_to_fp16(r.min);
     uint32_t high = 0;
     for (int j = 0; j < QK / 2; ++j) {
-        int q0 = int(uint8_t(int8_t((x[j] - r.min) * id + 0.5f)));
-        int q1 = int(uint8_t(int8_t((x[j + QK / 2] - r.min) * id + 0.5f)));
+        int q0 = int(uint8_t(to_int8((x[j] - r.min) * id + 0.5f)));
+        int q1 = int(uint8_t(to_int8((x[j + QK / 2] - r.min) * id + 0.5f)));
         if constexpr (Bits == 4) {
             q0 = std::min(15, q0);
             q1 = std::min(15, q1);
@@ -116,7 +116,7 @@ float quantize_q8(const float *x, uint16_t &d_out, int8_t *qs) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     d_out = f32_to_fp16(d);
-    for (int j = 0; j < QK; ++j) qs[j] = int8_t(std::roundf(x[j] * id));
+    for (int j = 0; j < QK; ++j) qs[j] = to_int8(std::roundf(x[j] * id));
     return d;
 }
 

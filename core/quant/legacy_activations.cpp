@@ -18,7 +18,7 @@ float quantize_block(const float *x, uint16_t &d_out, int8_t *qs) {
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     d_out = f32_to_fp16(d);
     // rint: the default rounding mode, to nearest with ties to even (_mm256_round_ps's mode)
-    for (int j = 0; j < kLegacyBlock; ++j) qs[j] = int8_t(std::rint(x[j] * id));
+    for (int j = 0; j < kLegacyBlock; ++j) qs[j] = to_int8(std::rint(x[j] * id));
     return d;
 }
 

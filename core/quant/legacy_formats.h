@@ -9,6 +9,15 @@ namespace loom::quant {
 
 inline constexpr int kLegacyBlock = 32;  // elements per block of every legacy format
 
+// A float to int8 as ggml's casts compile on x86 (truncated to int32, then the low byte), without
+// C++'s undefined behaviour for NaN, infinities and values past int8 (x86 then gives 0x80000000,
+// whose low byte is 0). In range, it is a plain truncation; the quantizers leave it only for
+// weights or activations that are not finite.
+inline int8_t to_int8(float v) {
+    if (!(v > -2147483648.0f && v < 2147483648.0f)) return 0;
+    return int8_t(int32_t(v));  // int32 to int8 wraps (C++20)
+}
+
 // x = d * (q - 8); byte j holds element j (low nibble) and element j + 16 (high nibble).
 struct BlockQ4_0 {
     uint16_t d;  // F16
