@@ -92,6 +92,12 @@ std::unique_ptr<Model> Model::load(const std::string &path, const ModelParams &p
              supported_archs());
     }
     m->hp_ = HParams::from_gguf(file.metadata());
+    // Every layer has tensors of its own: a larger count is a lie (and would size the per-layer
+    // tables before any tensor was found missing).
+    if (uint64_t(m->hp_.n_layer) > file.tensors().size()) {
+        fail("model", "{}: {}.block_count = {}, but the file has only {} tensors", path, arch,
+             m->hp_.n_layer, file.tensors().size());
+    }
     const gguf::TensorInfo *embd = file.find_tensor("token_embd.weight");
     if (embd == nullptr) fail("model", "{}: tensor token_embd.weight is missing", path);
     m->hp_.n_vocab = embd->ne[1];
