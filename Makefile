@@ -6,7 +6,7 @@ BUILD_FUZZ := build/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 65536
 
-.PHONY: run test bench test-asan fuzz fuzz-gguf loadtest setup configure-release format clean
+.PHONY: run test bench test-asan test-asan-ci fuzz fuzz-gguf loadtest setup configure-release format clean
 
 setup:
 	./scripts/setup.sh
@@ -41,12 +41,22 @@ test-asan: setup
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS)
 
+# The sanitizer run CI can afford after `make test` (.ci/run): GGUF, tokenizers, engine, server
+# and the fuzz corpus under ASan + UBSan, built at -O1 without debug info and without the
+# benchmarks, the op tests and the tools' shell tests that `make test-asan` also runs.
+ASAN_CI_TESTS := gguf engine serve fuzz-replay
+test-asan-ci: setup
+	cmake --preset asan-ci >/dev/null
+	cmake --build build/asan-ci -j $(JOBS) $(foreach t,$(ASAN_CI_TESTS),--target loom-$(t)-tests)
+	for t in $(ASAN_CI_TESTS); do ./build/asan-ci/tests/loom-$$t-tests --gtest_brief=1 || exit 1; done
+
 # libFuzzer (clang, ASan, UBSan) on each target for FUZZ_SECONDS: the GGUF reader (seeds: the
 # files in ../shared/models, small files from the writer, tests/gguf/corpus), the tokenizers, the
-# server's request parser and the chat templates (seeds: tests/fuzz/corpus/<target>). What a
+# server's request parser, the chat templates and model loading from a lying GGUF (seeds:
+# tests/fuzz/corpus/<target>). What a
 # fuzzer learns stays in build/fuzz/corpus/<target>; crashes go to build/fuzz/crashes (worth
 # keeping: tests/gguf/corpus or tests/fuzz/corpus/<target>, replayed by make test).
-FUZZ_TEXT_TARGETS := tokenizer request chat_template
+FUZZ_TEXT_TARGETS := tokenizer request chat_template model_load
 fuzz: fuzz-gguf
 	for target in $(FUZZ_TEXT_TARGETS); do \
 		mkdir -p $(BUILD_FUZZ)/corpus/$$target && \

@@ -27,6 +27,17 @@ void tokenizer_one_input(const std::vector<std::unique_ptr<engine::Vocab>> &voca
 // The bytes as the body of POST /v1/completions and /v1/chat/completions.
 void request_one_input(const uint8_t *data, size_t size);
 
+// ../shared/models/stories260K.gguf cut to two layers, read once: what model_load_one_input lies
+// about. `root` is the repository's root.
+struct BaseModel;
+std::shared_ptr<BaseModel> load_base_model(const std::string &root);
+
+// The bytes as up to 16 lies told by a copy of the base model (hparams of any integer type and
+// value, 2^40 contexts, head counts that do not divide, token ids and arrays of the wrong length,
+// merges of missing pieces, tensors of other shapes, types or names, another architecture),
+// written as a well-formed GGUF; then loaded, a context made, a prompt tokenized and decoded.
+void model_load_one_input(const BaseModel &base, const uint8_t *data, size_t size);
+
 // The bytes as a Jinja template to recognise, and cut at 0 bytes into messages with any roles,
 // rendered by every chat family.
 void chat_template_one_input(const uint8_t *data, size_t size);

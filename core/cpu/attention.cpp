@@ -29,6 +29,13 @@ using namespace simd;
 constexpr int64_t kBlock = 64;  // kv positions per rescale of the accumulator
 static_assert(kBlock % VL == 0);
 
+#if defined(__clang__)
+// clang has no __builtin_shuffle (the sanitized fuzzing build): the four trees one at a time,
+// the same sums in the same order.
+inline void hsum4(const vf (&v)[4], float (&out)[4]) {
+    for (int r = 0; r < 4; ++r) out[r] = hsum(v[r]);
+}
+#else
 // Shuffle indices for hsum4, fixed at compile time.
 typedef int32_t vindex __attribute__((vector_size(LOOM_VEC_BYTES)));
 template <typename F>
@@ -68,6 +75,7 @@ inline void hsum4(const vf (&v)[4], float (&out)[4]) {
     if constexpr (kQuarter >= 2) x += __builtin_shuffle(x, kShiftDown<1>);
     for (int r = 0; r < 4; ++r) out[r] = x[r * kQuarter];
 }
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Tiles: up to kTile rows that read the same kv head go through the kv positions together, so

@@ -42,5 +42,12 @@ TEST(FuzzCorpus, ChatTemplate) {
     for (const auto &input : inputs) chat_template_one_input(input.data(), input.size());
 }
 
+TEST(FuzzCorpus, ModelLoad) {
+    const auto base = load_base_model(LOOM_SOURCE_DIR);
+    const auto inputs = corpus("model_load");
+    ASSERT_FALSE(inputs.empty());
+    for (const auto &input : inputs) model_load_one_input(*base, input.data(), input.size());
+}
+
 }  // namespace
 }  // namespace loom::fuzz
