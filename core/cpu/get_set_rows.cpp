@@ -1,5 +1,8 @@
 // get_rows (embedding lookup) and set_rows (the KV-cache write).
+#include <cstring>
+
 #include "core/cpu/kernels.h"
+#include "loom/fp16.h"
 
 namespace loom::cpu {
 namespace {
@@ -43,9 +46,42 @@ bool supports_get_rows(const Tensor *dst) {
     return !whole_rows || src->rows_contiguous();
 }
 
+// Rows of one element (the transposed V cache, where each value of a token goes to its own row):
+// converted directly, since the per-row path's calls cost more than the writes themselves
+// (0.3 ms per generated token of a 1B model).
+bool writes_single_elements(const Tensor *dst, const Tensor *src, const Tensor *idx) {
+    const bool store_type =
+        dst->type == DType::F16 || dst->type == DType::F32 || dst->type == DType::BF16;
+    return dst->ne[0] == 1 && store_type && src->type == DType::F32 && src->is_contiguous() &&
+           src->nrows() == src->ne[1] && idx->type == DType::I64 && idx->is_contiguous() &&
+           idx->ne[0] == src->ne[1];
+}
+
+void set_single_elements(const ComputeParams &p, Tensor *dst, const Tensor *src,
+                         const Tensor *idx) {
+    const auto *x = static_cast<const float *>(src->data);
+    const auto *rows = static_cast<const int64_t *>(idx->data);
+    auto *out = static_cast<std::byte *>(dst->data);
+    const Range mine = split_range(src->ne[1], p.ith, p.nth);
+    for (int64_t r = mine.begin; r < mine.end; ++r) {
+        if (rows[r] < 0 || rows[r] >= dst->ne[1]) continue;
+        std::byte *cell = out + size_t(rows[r]) * dst->nb[1];
+        if (dst->type == DType::F16) {
+            const uint16_t h = f32_to_fp16(x[r]);
+            std::memcpy(cell, &h, sizeof h);
+        } else if (dst->type == DType::BF16) {
+            const uint16_t h = f32_to_bf16(x[r]);
+            std::memcpy(cell, &h, sizeof h);
+        } else {
+            std::memcpy(cell, &x[r], sizeof(float));
+        }
+    }
+}
+
 void compute_set_rows(const ComputeParams &p, Tensor *dst) {
     const Tensor *src = dst->src[1];
     const Tensor *idx = dst->src[2];
+    if (writes_single_elements(dst, src, idx)) return set_single_elements(p, dst, src, idx);
     auto *buf = reinterpret_cast<float *>(p.work);
     const Range rows = split_range(src->nrows(), p.ith, p.nth);
     for (int64_t r = rows.begin; r < rows.end; ++r) {

@@ -326,6 +326,11 @@ void add_set_rows_cases(std::vector<OpCase> &cases) {
         {DType::F16, DType::I32, {16, 6, 2, 2}, 3, 1, 1},
         {DType::F32, DType::I32, {17, 8, 2, 3}, 3, 2, 3, Layout::permuted},
         {DType::BF16, DType::I64, {17, 5, 1, 1}, 2, 1, 1},
+        // rows of one element, as the transposed V cache writes them
+        {DType::F16, DType::I64, {1, 300, 1, 1}, 200, 1, 1},
+        {DType::F32, DType::I64, {1, 40, 1, 1}, 40, 1, 1},
+        {DType::BF16, DType::I64, {1, 50, 1, 1}, 7, 1, 1},
+        {DType::F16, DType::I32, {1, 30, 1, 1}, 9, 1, 1},
     };
     for (const SetRowsShape &s : shapes) {
         cases.push_back({
