@@ -331,16 +331,26 @@ void pack_a(const Job &job, int64_t m0, int64_t mc, int64_t k0, int64_t kc, floa
 
 // llama.cpp multiplies F16 and BF16 weights with activations rounded to the weights' type (its
 // vec_dot_type), so Loom rounds them too: its logits then agree to ~1e-14 instead of ~1e-7.
-using Rounding = float (*)(float);
-Rounding activation_rounding(DType weight_type) {
-    if (weight_type == DType::F16) return [](float x) { return fp16_to_f32(f32_to_fp16(x)); };
-    if (weight_type == DType::BF16) return [](float x) { return bf16_to_f32(f32_to_bf16(x)); };
-    return nullptr;
+// Writes src's n activations to dst (which may be src), rounded through the weights' type for
+// F16 and BF16 weights: whole rows through the dtype's converters (F16C), not one call each.
+void round_activations(DType weight_type, const float *src, float *dst, int64_t n) {
+    if (weight_type != DType::F16 && weight_type != DType::BF16) {
+        if (src != dst) std::copy(src, src + n, dst);
+        return;
+    }
+    const DTypeTraits &t = traits(weight_type);
+    constexpr int64_t kChunk = 256;
+    uint16_t narrow[kChunk];
+    for (int64_t i = 0; i < n; i += kChunk) {
+        const int64_t m = std::min(kChunk, n - i);
+        t.from_float(src + i, narrow, m);
+        t.to_float(narrow, dst + i, m);
+    }
 }
 
 // Packs columns [j0, j0 + nc) x [k0, k0 + kc) of b into NR-column panels, each [kc][NR];
 // columns past nc are zero.
-void pack_b(const Columns &cols, Rounding round, int64_t j0, int64_t nc, int64_t k0, int64_t kc,
+void pack_b(const Columns &cols, DType weight_type, int64_t j0, int64_t nc, int64_t k0, int64_t kc,
             float *out, float *buf) {
     for (int64_t p = 0; p * NR < nc; ++p) {
         float *panel = out + p * kc * NR;
@@ -351,8 +361,8 @@ void pack_b(const Columns &cols, Rounding round, int64_t j0, int64_t nc, int64_t
                 continue;
             }
             const std::byte *row = cols.b_row(j0 + j) + size_t(k0) * cols.b_nb0;
-            const float *src = load_row(DType::F32, row, cols.b_nb0, kc, buf);
-            for (int64_t k = 0; k < kc; ++k) panel[k * NR + r] = round ? round(src[k]) : src[k];
+            round_activations(weight_type, load_row(DType::F32, row, cols.b_nb0, kc, buf), buf, kc);
+            for (int64_t k = 0; k < kc; ++k) panel[k * NR + r] = buf[k];
         }
     }
 }
@@ -364,7 +374,7 @@ void gemm_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch 
         for (int64_t pc = 0; pc < K; pc += KC) {
             const int64_t kc = std::min(KC, K - pc);
             const bool accumulate = pc > 0;
-            pack_b(job.cols, activation_rounding(job.a_type), jc, nc, pc, kc, s.b, s.rows);
+            pack_b(job.cols, job.a_type, jc, nc, pc, kc, s.b, s.rows);
             for (int64_t ic = mb; ic < me; ic += MC) {
                 const int64_t mc = std::min(MC, me - ic);
                 pack_a(job, ic, mc, pc, kc, s.a, s.rows);
@@ -405,11 +415,10 @@ void gemm_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch 
 void few_columns_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch &s) {
     const int nx = int(job.n);
     const float *x[kNarrowMaxN];
-    const Rounding round = activation_rounding(job.a_type);
     for (int c = 0; c < nx; ++c) {  // the columns, rounded as pack_b rounds them
         float *buf = s.b + size_t(c) * size_t(K);
-        const float *src = load_row(DType::F32, job.cols.b_row(c), job.cols.b_nb0, K, s.rows);
-        for (int64_t k = 0; k < K; ++k) buf[k] = round ? round(src[k]) : src[k];
+        round_activations(
+            job.a_type, load_row(DType::F32, job.cols.b_row(c), job.cols.b_nb0, K, s.rows), buf, K);
         x[c] = buf;
     }
     if (job.a_grouped) {
