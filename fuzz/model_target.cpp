@@ -98,23 +98,32 @@ int64_t integer_value(const gguf::Value *v) {
 }
 
 // Keys after the architecture's name ("llama.") and the tokenizer's.
-constexpr const char *kArchIntegerKeys[] = {
-    "context_length",           "embedding_length",         "block_count",
-    "feed_forward_length",      "attention.head_count",     "attention.head_count_kv",
-    "rope.dimension_count",     "attention.key_length",     "attention.value_length",
-    "expert_count",             "expert_used_count",        "vocab_size",
-    "expert_feed_forward_length", "attention.sliding_window", "rope.scaling.original_context_length"};
+constexpr const char *kArchIntegerKeys[] = {"context_length",
+                                            "embedding_length",
+                                            "block_count",
+                                            "feed_forward_length",
+                                            "attention.head_count",
+                                            "attention.head_count_kv",
+                                            "rope.dimension_count",
+                                            "attention.key_length",
+                                            "attention.value_length",
+                                            "expert_count",
+                                            "expert_used_count",
+                                            "vocab_size",
+                                            "expert_feed_forward_length",
+                                            "attention.sliding_window",
+                                            "rope.scaling.original_context_length"};
 constexpr const char *kArchFloatKeys[] = {"attention.layer_norm_rms_epsilon",
                                           "attention.layer_norm_epsilon", "rope.freq_base",
                                           "rope.scaling.factor", "logit_scale"};
 constexpr const char *kTokenIdKeys[] = {
-    "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
-    "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
+    "tokenizer.ggml.bos_token_id",       "tokenizer.ggml.eos_token_id",
+    "tokenizer.ggml.unknown_token_id",   "tokenizer.ggml.padding_token_id",
     "tokenizer.ggml.seperator_token_id", "tokenizer.ggml.eot_token_id"};
 constexpr const char *kArrayKeys[] = {"tokenizer.ggml.tokens", "tokenizer.ggml.scores",
                                       "tokenizer.ggml.token_type", "tokenizer.ggml.merges"};
-constexpr const char *kArchitectures[] = {"llama", "qwen2", "qwen3", "gpt2", "deepseek2",
-                                          "qwen2moe", "qwen3moe", "bogus"};
+constexpr const char *kArchitectures[] = {"llama",     "qwen2",    "qwen3",    "gpt2",
+                                          "deepseek2", "qwen2moe", "qwen3moe", "bogus"};
 constexpr const char *kTokenizerModels[] = {"llama", "gpt2", "bert", "none", "t5", ""};
 constexpr DType kTensorTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                                   DType::Q4_0, DType::Q4_K, DType::Q6_K, DType::I32};
@@ -155,7 +164,8 @@ void mutate(Model &m, Reader &r) {
     const std::string prefix = m.arch() + ".";
     switch (r.byte() % 10) {
         case 0: {
-            const std::string key = prefix + kArchIntegerKeys[r.byte() % std::size(kArchIntegerKeys)];
+            const std::string key =
+                prefix + kArchIntegerKeys[r.byte() % std::size(kArchIntegerKeys)];
             const int64_t v = lying_integer(r, integer_value(m.metadata.find(key)));
             m.metadata.set(key, as_integer_of_some_type(r, v));
             break;
@@ -228,8 +238,9 @@ void mutate(Model &m, Reader &r) {
             const char *keys[] = {"tokenizer.ggml.model", "tokenizer.ggml.pre",
                                   "tokenizer.chat_template"};
             const size_t k = r.byte() % std::size(keys);
-            m.metadata.set(keys[k], k == 0 ? kTokenizerModels[r.byte() % std::size(kTokenizerModels)]
-                                           : r.text(64));
+            m.metadata.set(keys[k], k == 0
+                                        ? kTokenizerModels[r.byte() % std::size(kTokenizerModels)]
+                                        : r.text(64));
             break;
         }
     }
@@ -259,13 +270,16 @@ std::shared_ptr<BaseModel> load_base_model(const std::string &root) {
             !t.name.starts_with("blk.1.")) {
             continue;
         }
-        base->model.tensors.push_back({t.name, t.type, t.n_dims, {t.ne[0], t.ne[1], t.ne[2], t.ne[3]},
+        base->model.tensors.push_back({t.name,
+                                       t.type,
+                                       t.n_dims,
+                                       {t.ne[0], t.ne[1], t.ne[2], t.ne[3]},
                                        base->file->tensor_data(t).data()});
     }
     base->zeros.resize(kZeroBytes);
     const char *dir = std::getenv("TMPDIR");
-    base->scratch_path = fmt::format("{}/loom-model-fuzz-{}.gguf", dir != nullptr ? dir : "/tmp",
-                                     ::getpid());
+    base->scratch_path =
+        fmt::format("{}/loom-model-fuzz-{}.gguf", dir != nullptr ? dir : "/tmp", ::getpid());
     return base;
 }
 
@@ -281,7 +295,8 @@ void model_load_one_input(const BaseModel &base, const uint8_t *data, size_t siz
         for (const Tensor &t : m.tensors) {
             // Rows of part of a block cannot be written (nor read: the reader refuses them).
             if (t.ne[0] % traits(t.type).block_size != 0) return;
-            if (row_size(t.type, t.ne[0]) * size_t(t.ne[1] * t.ne[2] * t.ne[3]) > kZeroBytes) return;
+            if (row_size(t.type, t.ne[0]) * size_t(t.ne[1] * t.ne[2] * t.ne[3]) > kZeroBytes)
+                return;
             writer.add_tensor(t.name, t.type, std::span<const int64_t>(t.ne, size_t(t.n_dims)),
                               t.data != nullptr ? t.data : base.zeros.data());
         }
@@ -291,8 +306,8 @@ void model_load_one_input(const BaseModel &base, const uint8_t *data, size_t siz
     }
 
     try {
-        const auto model = engine::Model::load(
-            base.scratch_path, {.repack = (flags & 1) != 0, .progress = false});
+        const auto model =
+            engine::Model::load(base.scratch_path, {.repack = (flags & 1) != 0, .progress = false});
         engine::Context ctx(*model, {.n_ctx = 32,
                                      .n_batch = 8,
                                      .n_ubatch = 8,
