@@ -2,7 +2,8 @@
 # The errors a user meets first, collected: each gives a non-zero exit and a message that names
 # what is wrong and what would be right. A bad path, a file that is not a GGUF, an architecture
 # Loom lacks (listing the ones it has), a tensor type it lacks (naming the tensor), an unknown
-# tensor type id, and a context larger than the machine's memory (how much, and what is there).
+# tensor type id, a context larger than the machine's memory (how much, and what is there), and
+# a context shift asked of a model with learned positions.
 # Usage: check_errors.sh LOOM_BINARY REPO_ROOT
 source "$(dirname "$0")/stories_test_setup.sh"
 
@@ -45,4 +46,9 @@ expect_error "tensor 0 'token_embd.weight' .*unknown tensor type id 99" \
     run -m "$tmp/type99.gguf" -p "Once"
 expect_error "\[kv\] a KV cache of 1000000000 cells needs [0-9.]+ GiB of memory and [0-9.]+ GiB is available" \
     bench -m "$model" -p 1000000000 -n 0 -r 1
+gpt2="$2/../shared/fixtures/gpt2/model.gguf"
+expect_error "context-shift moves tokens to new positions, which needs rotary position embeddings; gpt2" \
+    run -m "$gpt2" -p "Once" --context-shift
+expect_error "context-shift moves tokens to new positions, which needs rotary position embeddings; gpt2" \
+    serve -m "$gpt2" --port 0 --context-shift
 echo "errors: each names what is wrong, as expected"

@@ -50,4 +50,15 @@ engine::ContextOptions context_options(const ModelOptions &options) {
             .kv_type = options.kv_type == "f32" ? DType::F32 : DType::F16};
 }
 
+void add_context_shift_options(CLI::App &command, bool &context_shift, int32_t &n_keep,
+                               const char *otherwise) {
+    command.add_flag("--context-shift", context_shift,
+                     fmt::format("at a full context, drop the older half of the tokens after "
+                                 "--keep and go on (instead of {})",
+                                 otherwise));
+    command.add_option("--keep", n_keep, "prompt tokens a context shift keeps")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+}
+
 }  // namespace loom::tools

@@ -1,6 +1,7 @@
 #pragma once
-// The options `loom run` and `loom logits` share: the model file, the threads and how the context
+// The options the model commands share: the model file, the threads and how the context
 // computes attention and stores its KV cache.
+#include <cstdint>
 #include <string>
 
 #include "engine/context/context.h"
@@ -26,6 +27,11 @@ void add_model_options(CLI::App &command, ModelOptions &options,
 
 // Adds --temp, --top-k, --top-p, --min-p, --repeat-penalty and --seed to `command`.
 void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling);
+
+// Adds --context-shift and --keep N (engine/context/context_shift.h); `otherwise` says what
+// happens at a full context without the flag.
+void add_context_shift_options(CLI::App &command, bool &context_shift, int32_t &n_keep,
+                               const char *otherwise);
 
 // The context for --ctx-size `requested` (0: the model's training context), capped at the training
 // context, with a warning on stderr naming `command` when an asked-for size (`given`) is cut.

@@ -188,12 +188,7 @@ void add_run_command(CLI::App &app, int &exit_code) {
         ->check(CLI::NonNegativeNumber);
     add_sampling_options(*command, sampling);
     command->add_flag("--ignore-eos", options->ignore_eos, "go on past end-of-generation tokens");
-    command->add_flag("--context-shift", options->context_shift,
-                      "when the context is full, drop the older half of the tokens after --keep "
-                      "and go on (instead of stopping)");
-    command->add_option("--keep", options->n_keep, "prompt tokens a context shift keeps")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+    add_context_shift_options(*command, options->context_shift, options->n_keep, "stopping");
     command->add_flag("--no-repack", options->no_repack,
                       "keep block-format weights in the file's layout");
     command->callback([command, options, &exit_code] {

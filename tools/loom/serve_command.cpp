@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "tools/loom/commands.h"
+#include "tools/loom/model_options.h"
 #include "tools/loom/serve/http_server.h"
 
 namespace loom::tools {
@@ -85,12 +86,8 @@ void add_serve_command(CLI::App &app, int &exit_code) {
                      "requests waiting for a slot before new ones get 503")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    command->add_flag("--context-shift", o->context_shift,
-                      "when a request fills its slot's context, drop the older half of its tokens "
-                      "after --keep and go on (instead of finish_reason \"length\")");
-    command->add_option("--keep", o->n_keep, "prompt tokens a context shift keeps")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+    add_context_shift_options(*command, o->context_shift, o->n_keep,
+                              "ending the request with finish_reason \"length\"");
     command->add_option("--chat-template", o->chat_template,
                         "chat template family (default: recognised from the GGUF)");
     command->callback([o, flash, kv_type, &exit_code] {
