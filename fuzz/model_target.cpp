@@ -154,6 +154,10 @@ void remove_key(gguf::Metadata &m, std::string_view key) {
     m = std::move(kept);
 }
 
+// Arrays grow to at most this many elements (four times the base vocabulary): repeated growth
+// would otherwise compound past the fuzzer's memory limit.
+constexpr int64_t kMaxArray = 2048;
+
 void resize_array(gguf::Value &v, size_t n) {
     if (!std::holds_alternative<gguf::Array>(v)) return;
     std::visit([n](auto &items) { items.resize(n); }, std::get<gguf::Array>(v).items);
@@ -182,7 +186,7 @@ void mutate(Model &m, Reader &r) {
             if (v == nullptr || !std::holds_alternative<gguf::Array>(*v)) break;
             gguf::Value copy = *v;
             const auto n = int64_t(std::get<gguf::Array>(copy).size());
-            resize_array(copy, size_t(std::clamp<int64_t>(lying_integer(r, n), 0, 4 * n + 16)));
+            resize_array(copy, size_t(std::clamp<int64_t>(lying_integer(r, n), 0, kMaxArray)));
             m.metadata.set(key, std::move(copy));
             break;
         }
