@@ -117,6 +117,7 @@ class FileSink {
         }
     }
     void append(const void *p, uint64_t n) {
+        if (n == 0) return;  // an empty array's data() may be null, which fwrite must not get
         if (std::fwrite(p, 1, size_t(n), file_) != n) {
             fail("gguf", "cannot write '{}': {}", path_, std::strerror(errno));
         }
