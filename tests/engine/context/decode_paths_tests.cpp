@@ -48,6 +48,13 @@ bool bit_identical(std::span<const float> a, std::span<const float> b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
 
+// The graphs that single-token steps attending over the cells before `first`, then before each
+// count up to `last`, build: one per attention window (KvCache::kWindowPad cells) they reach.
+int64_t step_graphs(int64_t first, int64_t last) {
+    const int64_t pad = KvCache::kWindowPad;
+    return (last + pad - 1) / pad - (first + pad - 1) / pad + 1;
+}
+
 class ContextDecodePaths : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -67,9 +74,11 @@ TEST_F(ContextDecodePaths, GraphReuseBuildsTwiceAndChangesNoBit) {
     const int n = 64;
     Context reused(*model_, options());
     const Generation a = generate(reused, prompt_, n);
-    // One graph for the prompt, one for every single-token step after it.
-    EXPECT_LE(reused.stats().graph_builds, 2);
-    EXPECT_GE(reused.stats().graph_reuses, n - 2);
+    // One graph for the prompt, one for the single-token steps after it in each window.
+    const auto p = int64_t(prompt_.size());
+    const int64_t builds = 1 + step_graphs(p + 1, p + n - 1);
+    EXPECT_EQ(reused.stats().graph_builds, builds);
+    EXPECT_EQ(reused.stats().graph_reuses, n - builds);
 
     ContextOptions o = options();
     o.graph_reuse = false;
@@ -116,26 +125,31 @@ TEST_F(ContextDecodePaths, PaddedUbatchesShareGraphsAndChangeNoBit) {
     };
     const auto [padded, padded_stats] = run(true);
     const auto [plain, plain_stats] = run(false);
-    EXPECT_EQ(plain_stats.graph_builds, 6);   // five chunk sizes (8 twice), then one token
-    EXPECT_EQ(padded_stats.graph_builds, 3);  // 8, then 4 (the last chunk), then 1
+    // The chunks fill 29 cells; the steps attend over 30 to 37.
+    const int64_t steps = step_graphs(30, 37);
+    EXPECT_EQ(plain_stats.graph_builds, 5 + steps);   // five chunk sizes, then one token
+    EXPECT_EQ(padded_stats.graph_builds, 2 + steps);  // 8, then 4 (the last chunk), then 1
     ASSERT_EQ(padded.size(), plain.size());
     for (size_t i = 0; i < plain.size(); ++i) {
         EXPECT_TRUE(bit_identical(padded[i], plain[i])) << "output " << i;
     }
 }
 
-// A 200-token prompt: the 64 steps cross the 256-cell attention window, so the graph is built
-// for the prompt, for steps over 256 cells and for steps over 512, and reused in between.
+// A 200-token prompt: the 64 steps cross attention windows (KvCache::kWindowPad cells each), so
+// the graph is built for the prompt and once per window the steps reach, and reused in between.
 TEST_F(ContextDecodePaths, GraphReuseAcrossTheWindowPad) {
     const auto f = load_fixture("stories260K-p200");
     ASSERT_EQ(f.tokens.size(), 200u);
     const int n = 64;
+    // Decode 0 is the prompt; decode j > 0 attends over the cells before 200 + j.
+    const int64_t windows = step_graphs(201, 200 + n - 1);
+    ASSERT_GE(windows, 2) << "the steps should cross a window";
     ContextOptions o = options();
     o.n_ctx = 512;
     Context reused(*model_, o);
     const Generation a = generate(reused, f.tokens, n);
-    EXPECT_EQ(reused.stats().graph_builds, 3);
-    EXPECT_EQ(reused.stats().graph_reuses, n - 3);
+    EXPECT_EQ(reused.stats().graph_builds, 1 + windows);
+    EXPECT_EQ(reused.stats().graph_reuses, n - 1 - windows);
     o.graph_reuse = false;
     Context rebuilt(*model_, o);
     const Generation b = generate(rebuilt, f.tokens, n);
@@ -169,7 +183,9 @@ TEST_F(ContextDecodePaths, ParallelSequencesReuseTheGraph) {
                 batch.add(g[size_t(s)].tokens.back(), pos[s]++, s, true);
             }
         }
-        if (reuse) EXPECT_LE(ctx.stats().graph_builds, 2);
+        // The prompts' graph, then one per window the steps reach (two cells per step at most).
+        const auto cells = int64_t(p0.size() + p1.size());
+        if (reuse) EXPECT_LE(ctx.stats().graph_builds, 1 + step_graphs(cells + 2, cells + 30));
         return g;
     };
     const std::vector<Generation> reused = run(true), rebuilt = run(false);

@@ -43,7 +43,7 @@ TEST(KvStreams, TokensTakeTheirStreamsCells) {
     ASSERT_TRUE(kv.find_slot(u));
     EXPECT_EQ(kv.slot(), (std::vector<int32_t>{256, 257, 512, 513}));
     // The window counts cells within a stream, not across the cache.
-    EXPECT_EQ(kv.n_kv(u), 256);
+    EXPECT_EQ(kv.n_kv(u), KvCache::kWindowPad);
 }
 
 TEST(KvStreams, MaskSeesOnlyTheTokensStream) {
@@ -75,7 +75,7 @@ TEST(KvStreams, OneStreamIsTheWholeCache) {
     const Ubatch u = split_batch(b, 512, 8, 1)[0];
     ASSERT_TRUE(kv.find_slot(u));
     EXPECT_EQ(kv.slot(), (std::vector<int32_t>{0}));
-    EXPECT_EQ(kv.n_kv(u), 256);
+    EXPECT_EQ(kv.n_kv(u), KvCache::kWindowPad);
 }
 
 }  // namespace
