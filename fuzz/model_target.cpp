@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "engine/context/context.h"
@@ -252,7 +253,7 @@ void mutate(Model &m, Reader &r) {
 
 // The bytes tensors whose shape or type changed read: zeros, up to this much per tensor (the
 // shapes are clamped so that a tensor stays under it).
-constexpr size_t kZeroBytes = size_t(64) << 20;
+constexpr size_t kZeroBytes = size_t(8) << 20;
 
 }  // namespace
 
@@ -281,9 +282,12 @@ std::shared_ptr<BaseModel> load_base_model(const std::string &root) {
                                        base->file->tensor_data(t).data()});
     }
     base->zeros.resize(kZeroBytes);
+    // A file in memory where there is a tmpfs: each input writes one and maps it.
     const char *dir = std::getenv("TMPDIR");
-    base->scratch_path =
-        fmt::format("{}/loom-model-fuzz-{}.gguf", dir != nullptr ? dir : "/tmp", ::getpid());
+    const std::string scratch_dir = dir != nullptr                          ? dir
+                                    : std::filesystem::is_directory("/dev/shm") ? "/dev/shm"
+                                                                              : "/tmp";
+    base->scratch_path = fmt::format("{}/loom-model-fuzz-{}.gguf", scratch_dir, ::getpid());
     return base;
 }
 

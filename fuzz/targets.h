@@ -38,8 +38,9 @@ std::shared_ptr<BaseModel> load_base_model(const std::string &root);
 // written as a well-formed GGUF; then loaded, a context made, a prompt tokenized and decoded.
 void model_load_one_input(const BaseModel &base, const uint8_t *data, size_t size);
 
-// The bytes as a Jinja template to recognise, and cut at 0 bytes into messages with any roles,
-// rendered by every chat family.
+// The first byte picks a chat family and whether to add the generation prompt; the rest is a
+// Jinja template to recognise, and cut at 0 bytes into messages with any roles, rendered by that
+// family.
 void chat_template_one_input(const uint8_t *data, size_t size);
 
 }  // namespace loom::fuzz
