@@ -41,6 +41,15 @@ cmp -s <(tail -c $row_bytes "$tmp/all.bin") "$tmp/single.bin" || fail "--all las
 grep -qx "result_output.mul_mat $n_vocab 3 1 1" "$tmp/dump/index.txt" || fail "dump index"
 cmp -s "$tmp/dump/result_output.mul_mat.f32" "$tmp/dumped.bin" || fail "dumped logits"
 
+# --flash-attn: `auto` is flash attention on; off (this command's default) is another path
+# whose logits differ in their last bits.
+for fa in on auto; do
+    "$loom" logits -m "$model" --tokens 1,403,407 --all --flash-attn $fa --out "$tmp/fa-$fa.bin" \
+        >/dev/null
+done
+cmp -s "$tmp/fa-on.bin" "$tmp/fa-auto.bin" || fail "--flash-attn auto is not on"
+! cmp -s "$tmp/fa-on.bin" "$tmp/all.bin" || fail "--flash-attn on gave the logits of off"
+
 expect_error() {  # expect_error PATTERN ARGS...: non-zero exit and PATTERN on stderr
     local pattern="$1" rc=0
     shift
@@ -55,4 +64,6 @@ expect_error "^loom logits: error: .*no-such-model.gguf" \
 expect_error "^loom logits: error: \[logits\] cannot open .* for writing" \
     -m "$model" --tokens 1 --out "$tmp/no-such-dir/x.bin"
 expect_error "^loom logits: error: \[logits\] .*not a token id" -m "$model" --tokens 1,x --out "$tmp/x.bin"
+expect_error "^--flash-attn: yes not in \{on,off,auto\}" -m "$model" --tokens 1 \
+    --flash-attn yes --out "$tmp/x.bin"
 echo "loom logits: sizes, argmax, batched rows and errors as expected"

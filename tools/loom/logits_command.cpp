@@ -132,7 +132,8 @@ void add_logits_command(CLI::App &app, int &exit_code) {
     CLI::App *command =
         app.add_subcommand("logits", "write the logits of token sequences as raw float32");
     auto options = std::make_shared<LogitsOptions>();
-    add_model_options(*command, options->model, "f32");
+    // The most exact setting by default, that of the reference logits: KV f32, no flash attention.
+    add_model_options(*command, options->model, "f32", "off");
     command
         ->add_option("--tokens", options->token_lists,
                      "comma-separated token ids; once per sequence with --batched")

@@ -6,16 +6,25 @@
 
 namespace loom::tools {
 
-void add_model_options(CLI::App &command, ModelOptions &options,
-                       const std::string &default_kv_type) {
+void add_flash_attn_option(CLI::App &command, std::string &value) {
+    command.add_option("--flash-attn", value, "fused attention kernel (auto: on)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"on", "off", "auto"}));
+}
+
+bool flash_attn_enabled(const std::string &value) {
+    return value != "off";
+}
+
+void add_model_options(CLI::App &command, ModelOptions &options, const std::string &default_kv_type,
+                       const std::string &default_flash) {
     options.kv_type = default_kv_type;
+    options.flash_attn = default_flash;
     command.add_option("-m,--model", options.path, "the GGUF model file")->required();
     command.add_option("-t,--threads", options.n_threads, "compute threads (0: one per core)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    command.add_option("--flash-attn", options.flash_attn, "fused attention kernel")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"on", "off"}));
+    add_flash_attn_option(command, options.flash_attn);
     command.add_option("--kv-type", options.kv_type, "type of the KV cache's K and V")
         ->capture_default_str()
         ->check(CLI::IsMember({"f16", "f32"}));
@@ -46,7 +55,7 @@ int64_t context_size(const char *command, int64_t requested, bool given, int64_t
 
 engine::ContextOptions context_options(const ModelOptions &options) {
     return {.n_threads = options.n_threads,
-            .flash_attn = options.flash_attn == "on",
+            .flash_attn = flash_attn_enabled(options.flash_attn),
             .kv_type = options.kv_type == "f32" ? DType::F32 : DType::F16};
 }
 

@@ -1,6 +1,6 @@
 // `loom serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx-size C]
-// [--threads T] [--api-key KEY] [--flash-attn on|off] [--kv-type f16|f32] [--chat-template NAME]
-// [--max-queue Q]`:
+// [--threads T] [--api-key KEY] [--flash-attn on|off|auto] [--kv-type f16|f32]
+// [--chat-template NAME] [--max-queue Q]`:
 // an OpenAI-compatible HTTP server (tools/loom/serve/). SIGINT or SIGTERM stops it: no new
 // connections, requests in flight end, exit code 0.
 #include <fmt/format.h>
@@ -58,7 +58,7 @@ void serve(const serve::ServeOptions &options) {
 void add_serve_command(CLI::App &app, int &exit_code) {
     CLI::App *command = app.add_subcommand("serve", "an OpenAI-compatible HTTP server");
     auto o = std::make_shared<serve::ServeOptions>();
-    auto flash = std::make_shared<std::string>("off");
+    auto flash = std::make_shared<std::string>("auto");
     auto kv_type = std::make_shared<std::string>("f16");
     command->add_option("-m,--model", o->model_path, "the GGUF model file")->required();
     command->add_option("--host", o->host, "address to listen on")->capture_default_str();
@@ -75,9 +75,7 @@ void add_serve_command(CLI::App &app, int &exit_code) {
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     command->add_option("--api-key", o->api_key, "require Authorization: Bearer KEY");
-    command->add_option("--flash-attn", *flash, "fused attention kernel")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"on", "off"}));
+    add_flash_attn_option(*command, *flash);
     command->add_option("--kv-type", *kv_type, "type of the KV cache")
         ->capture_default_str()
         ->check(CLI::IsMember({"f16", "f32"}));
@@ -91,7 +89,7 @@ void add_serve_command(CLI::App &app, int &exit_code) {
     command->add_option("--chat-template", o->chat_template,
                         "chat template family (default: recognised from the GGUF)");
     command->callback([o, flash, kv_type, &exit_code] {
-        o->flash_attn = *flash == "on";
+        o->flash_attn = flash_attn_enabled(*flash);
         o->kv_type = *kv_type == "f32" ? DType::F32 : DType::F16;
         serve(*o);
         exit_code = 0;
