@@ -55,10 +55,13 @@ stopped=$(head -c -1 "$tmp/stopped")
     --n-ff 1024 "$tmp/synth.gguf" >/dev/null
 "$loom" run -m "$tmp/synth.gguf" -p "a" -n -1 --ignore-eos >"$tmp/out" 2>"$tmp/err" &
 pid=$!
-for _ in $(seq 200); do
+# Generating (so past loading, where SIGINT's handler is installed) before the signal; a loaded
+# machine can take seconds to get there.
+for _ in $(seq 1200); do
     [ "$(wc -c <"$tmp/out")" -gt 16 ] && break
     sleep 0.05
 done
+[ "$(wc -c <"$tmp/out")" -gt 16 ] || fail "no output within 60 s: $(cat "$tmp/err")"
 kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?

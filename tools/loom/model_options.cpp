@@ -6,15 +6,16 @@
 
 namespace loom::tools {
 
-void add_flash_attn_option(CLI::App &command, std::string &value) {
-    command.add_option("--flash-attn", value, "fused attention kernel (auto: on)")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"on", "off", "auto"}));
-}
+namespace {
 
+// --flash-attn on|off|auto: `auto` is llama.cpp's default (its tools turn flash attention on where
+// the backend has the kernel), so on, since the CPU's flash attention takes every attention Loom
+// builds.
 bool flash_attn_enabled(const std::string &value) {
     return value != "off";
 }
+
+}  // namespace
 
 void add_model_options(CLI::App &command, ModelOptions &options, const std::string &default_kv_type,
                        const std::string &default_flash) {
@@ -24,7 +25,9 @@ void add_model_options(CLI::App &command, ModelOptions &options, const std::stri
     command.add_option("-t,--threads", options.n_threads, "compute threads (0: one per core)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    add_flash_attn_option(command, options.flash_attn);
+    command.add_option("--flash-attn", options.flash_attn, "fused attention kernel (auto: on)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"on", "off", "auto"}));
     command.add_option("--kv-type", options.kv_type, "type of the KV cache's K and V")
         ->capture_default_str()
         ->check(CLI::IsMember({"f16", "f32"}));

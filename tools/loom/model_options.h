@@ -25,11 +25,6 @@ struct ModelOptions {
 void add_model_options(CLI::App &command, ModelOptions &options, const std::string &default_kv_type,
                        const std::string &default_flash = "auto");
 
-// --flash-attn on|off|auto, bound to `value`. `auto` is llama.cpp's default (its tools turn flash
-// attention on where the backend has the kernel): on, since the CPU's flash attention takes every
-// attention Loom builds.
-void add_flash_attn_option(CLI::App &command, std::string &value);
-bool flash_attn_enabled(const std::string &value);
 
 // Adds --temp, --top-k, --top-p, --min-p, --repeat-penalty and --seed to `command`.
 void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling);

@@ -58,9 +58,8 @@ void serve(const serve::ServeOptions &options) {
 void add_serve_command(CLI::App &app, int &exit_code) {
     CLI::App *command = app.add_subcommand("serve", "an OpenAI-compatible HTTP server");
     auto o = std::make_shared<serve::ServeOptions>();
-    auto flash = std::make_shared<std::string>("auto");
-    auto kv_type = std::make_shared<std::string>("f16");
-    command->add_option("-m,--model", o->model_path, "the GGUF model file")->required();
+    auto model = std::make_shared<ModelOptions>();
+    add_model_options(*command, *model, "f16");
     command->add_option("--host", o->host, "address to listen on")->capture_default_str();
     command->add_option("--port", o->port, "port (0: any free one)")
         ->capture_default_str()
@@ -71,14 +70,7 @@ void add_serve_command(CLI::App &app, int &exit_code) {
     command->add_option("-c,--ctx-size", o->n_ctx, "KV cache cells, shared out to the slots")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
-    command->add_option("-t,--threads", o->n_threads, "compute threads (0: one per core)")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
     command->add_option("--api-key", o->api_key, "require Authorization: Bearer KEY");
-    add_flash_attn_option(*command, *flash);
-    command->add_option("--kv-type", *kv_type, "type of the KV cache")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"f16", "f32"}));
     command
         ->add_option("--max-queue", o->max_queue,
                      "requests waiting for a slot before new ones get 503")
@@ -88,9 +80,12 @@ void add_serve_command(CLI::App &app, int &exit_code) {
                               "ending the request with finish_reason \"length\"");
     command->add_option("--chat-template", o->chat_template,
                         "chat template family (default: recognised from the GGUF)");
-    command->callback([o, flash, kv_type, &exit_code] {
-        o->flash_attn = flash_attn_enabled(*flash);
-        o->kv_type = *kv_type == "f32" ? DType::F32 : DType::F16;
+    command->callback([o, model, &exit_code] {
+        const engine::ContextOptions context = context_options(*model);
+        o->model_path = model->path;
+        o->n_threads = context.n_threads;
+        o->flash_attn = context.flash_attn;
+        o->kv_type = context.kv_type;
         serve(*o);
         exit_code = 0;
     });
