@@ -60,10 +60,10 @@ int64_t lying_integer(Reader &r, int64_t original) {
     switch (pick % 4) {
         case 0:
             return kValues[pick / 4 % std::size(kValues)];
-        case 1:
-            return original + int64_t(int8_t(r.byte()));
+        case 1:  // wrapping, as every lie may start from an earlier one such as 2^63 - 1
+            return int64_t(uint64_t(original) + uint64_t(int64_t(int8_t(r.byte()))));
         case 2:
-            return original * (1 + r.byte() % 4);
+            return int64_t(uint64_t(original) * uint64_t(1 + r.byte() % 4));
         default:
             return r.take<int32_t>();
     }
