@@ -6,7 +6,7 @@ BUILD_FUZZ := build/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 65536
 
-.PHONY: run test bench test-asan test-asan-ci fuzz fuzz-gguf loadtest setup configure-release format clean
+.PHONY: run test bench test-asan test-asan-ci fuzz fuzz-long fuzz-gguf loadtest setup configure-release format clean
 
 setup:
 	./scripts/setup.sh
@@ -65,6 +65,26 @@ fuzz: fuzz-gguf
 		LOOM_ROOT=$(CURDIR) ./$(BUILD_FUZZ)/$${target}_fuzz $(BUILD_FUZZ)/corpus/$$target \
 			tests/fuzz/corpus/$$target -max_len=$(FUZZ_MAX_LEN) -max_total_time=$(FUZZ_SECONDS) \
 			-print_final_stats=1 -artifact_prefix=$(BUILD_FUZZ)/crashes/$$target- || exit 1; \
+	done
+
+# Long runs: each target for FUZZ_SECONDS in a build with UBSan only (ASan slows these targets
+# two to four times), then every input the run kept replayed under ASan + UBSan.
+BUILD_FUZZ_FAST := build/fuzz-fast
+fuzz-long:
+	./scripts/setup.sh fuzz
+	cmake -S fuzz -B $(BUILD_FUZZ_FAST) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release \
+		-DLOOM_FUZZ_ASAN=OFF >/dev/null
+	cmake -S fuzz -B $(BUILD_FUZZ) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD_FUZZ_FAST) -j $(JOBS)
+	cmake --build $(BUILD_FUZZ) -j $(JOBS)
+	mkdir -p $(BUILD_FUZZ)/crashes
+	for target in $(FUZZ_TEXT_TARGETS); do \
+		mkdir -p $(BUILD_FUZZ)/corpus/$$target && \
+		LOOM_ROOT=$(CURDIR) ./$(BUILD_FUZZ_FAST)/$${target}_fuzz $(BUILD_FUZZ)/corpus/$$target \
+			tests/fuzz/corpus/$$target -max_len=$(FUZZ_MAX_LEN) -max_total_time=$(FUZZ_SECONDS) \
+			-print_final_stats=1 -artifact_prefix=$(BUILD_FUZZ)/crashes/$$target- || exit 1; \
+		LOOM_ROOT=$(CURDIR) ./$(BUILD_FUZZ)/$${target}_fuzz -runs=0 -max_len=$(FUZZ_MAX_LEN) \
+			$(BUILD_FUZZ)/corpus/$$target || exit 1; \
 	done
 
 fuzz-gguf:

@@ -283,10 +283,12 @@ std::shared_ptr<BaseModel> load_base_model(const std::string &root) {
     }
     base->zeros.resize(kZeroBytes);
     // A file in memory where there is a tmpfs: each input writes one and maps it.
-    const char *dir = std::getenv("TMPDIR");
-    const std::string scratch_dir = dir != nullptr                          ? dir
-                                    : std::filesystem::is_directory("/dev/shm") ? "/dev/shm"
-                                                                              : "/tmp";
+    std::string scratch_dir = "/tmp";
+    if (const char *dir = std::getenv("TMPDIR"); dir != nullptr) {
+        scratch_dir = dir;
+    } else if (std::filesystem::is_directory("/dev/shm")) {
+        scratch_dir = "/dev/shm";
+    }
     base->scratch_path = fmt::format("{}/loom-model-fuzz-{}.gguf", scratch_dir, ::getpid());
     return base;
 }

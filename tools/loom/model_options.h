@@ -25,7 +25,6 @@ struct ModelOptions {
 void add_model_options(CLI::App &command, ModelOptions &options, const std::string &default_kv_type,
                        const std::string &default_flash = "auto");
 
-
 // Adds --temp, --top-k, --top-p, --min-p, --repeat-penalty and --seed to `command`.
 void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling);
 
