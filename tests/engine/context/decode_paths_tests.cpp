@@ -70,7 +70,7 @@ class ContextDecodePaths : public ::testing::Test {
     std::unique_ptr<Model> model_;
 };
 
-TEST_F(ContextDecodePaths, GraphReuseBuildsTwiceAndChangesNoBit) {
+TEST_F(ContextDecodePaths, GraphReuseBuildsOncePerWindowAndChangesNoBit) {
     const int n = 64;
     Context reused(*model_, options());
     const Generation a = generate(reused, prompt_, n);
