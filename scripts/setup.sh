@@ -16,6 +16,7 @@ packages=(
     pkg-config       # finds PCRE2
     libpcre2-dev     # Unicode-aware regexes for the BPE pre-tokenizers
     python3          # JSON checks in the command-line tools' tests
+    python3-jinja2   # reference renderer for the Jinja probes' expected outputs (tests/engine/jinja)
     libcpp-httplib-dev  # HTTP for loom serve; its header also wants:
     libssl-dev zlib1g-dev libbrotli-dev
     curl             # loom serve's test talks to the server
