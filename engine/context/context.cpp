@@ -6,6 +6,7 @@
 
 #include "engine/context/ubatch_padding.h"
 #include "engine/graph/graph_context.h"
+#include "engine/model/rope.h"
 #include "loom/error.h"
 
 namespace loom::engine {
@@ -155,7 +156,9 @@ void Context::decode_ubatch(const Ubatch &u_in) {
     const auto start = std::chrono::steady_clock::now();
     GraphParams params{.model = &model_,
                        .kv = &kv_,
-                       .cparams = {.n_ctx = kv_.size(), .flash_attn = options_.flash_attn},
+                       .cparams = {.n_ctx = kv_.size(),
+                                   .n_ctx_seq = kv_.cells_per_stream(),
+                                   .flash_attn = options_.flash_attn},
                        .ubatch = u,
                        .n_outputs = u.n_outputs(),
                        .n_kv = n_kv};
@@ -212,7 +215,7 @@ void Context::apply_kv_shift() {
             view_3d(ctx, k, hp.n_rot, hp.n_head_kv, kv_.size(), size_t(hp.n_embd_head_k) * elt,
                     k->nb[1], size_t(hp.k_rope_offset()) * elt);
         Tensor *rotated = rope_ext(ctx, cast(ctx, heads, DType::F32), pos, rope_params(model_),
-                                   model_.weights().rope_factors);
+                                   rope_factors(model_, kv_.cells_per_stream()));
         build_forward_expand(graph, cpy(ctx, rotated, heads));
     }
     // Its plan may grow the allocator's buffer, which the kept graph's tensors point into.

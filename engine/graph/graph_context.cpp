@@ -17,6 +17,8 @@ GraphContext::GraphContext(const GraphParams &params, GraphResult &result)
       n_outputs(params.n_outputs),
       n_kv(params.n_kv),
       flash_attn(params.cparams.flash_attn),
+      rope(rope_params(*params.model)),
+      rope_factors(engine::rope_factors(*params.model, params.cparams.n_ctx_seq)),
       ctx0(result.ctx()),
       gf(new_graph(result.ctx(), kGraphNodes)),
       res_(result),
@@ -141,17 +143,8 @@ Tensor *GraphContext::build_ffn(Tensor *cur, const FfnWeights &ffn, int64_t il) 
     return name(build_linear(ffn.down, act, ffn.down_b), "ffn_out", il);
 }
 
-RopeParams rope_params(const Model &model) {
-    const HParams &hp = model.hparams();
-    return {.n_dims = int32_t(hp.n_rot),
-            .mode = model.arch().rope_mode,
-            .n_ctx_orig = int32_t(hp.n_ctx_orig),
-            .freq_base = hp.rope_freq_base,
-            .freq_scale = hp.rope_freq_scale};
-}
-
 Tensor *GraphContext::build_rope(Tensor *x, Tensor *pos, int64_t il) {
-    return rope_ext(ctx0, x, pos, rope_params(model), w.rope_factors);
+    return rope_ext(ctx0, x, pos, rope, rope_factors);
 }
 
 Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, Tensor *kq_mask,

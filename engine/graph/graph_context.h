@@ -7,6 +7,7 @@
 #include "engine/graph/graph_result.h"
 #include "engine/kv_cache/kv_cache.h"
 #include "engine/model/model.h"
+#include "engine/model/rope.h"
 
 namespace loom::engine {
 
@@ -54,9 +55,6 @@ struct MoeOptions {
     Tensor *selected_in = nullptr;  // experts chosen elsewhere, I32 [n_expert_used, n_tokens]
 };
 
-// The rotary embedding of a model: its architecture's mode and its frequencies.
-RopeParams rope_params(const Model &model);
-
 class GraphContext {
   public:
     GraphContext(const GraphParams &params, GraphResult &result);
@@ -68,6 +66,8 @@ class GraphContext {
     const Ubatch &ubatch;
     const int64_t n_tokens, n_outputs, n_kv;
     const bool flash_attn;
+    const RopeParams rope;       // the model's rotary embedding (engine/model/rope.h)
+    Tensor *const rope_factors;  // its frequency factors for this context, or null
     loom::Context &ctx0;
     Graph *const gf;
 

@@ -14,6 +14,7 @@ class KvCache;
 // The run parameters a graph depends on (the rest of the context's options do not matter to it).
 struct ComputeParams {
     int64_t n_ctx = 0;
+    int64_t n_ctx_seq = 0;  // cells one sequence can hold (LongRoPE picks its factors by it)
     bool flash_attn = false;
     bool causal = true;
 };

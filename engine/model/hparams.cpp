@@ -1,19 +1,13 @@
 #include "engine/model/hparams.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "loom/error.h"
 
 namespace loom::engine {
 namespace {
-
-std::optional<float> get_float(const gguf::Metadata &meta, const std::string &key) {
-    const gguf::Value *v = meta.find(key);
-    if (v == nullptr) return std::nullopt;
-    if (const auto *f = std::get_if<float>(v)) return *f;
-    if (const auto *d = std::get_if<double>(v)) return float(*d);
-    fail("model", "{} is a {}, expected a float", key, gguf::type_name(*v));
-}
 
 // A count that must be positive and fit comfortably in memory sizes.
 int64_t positive(const std::string &key, int64_t value, int64_t max = int64_t(1) << 31) {
@@ -81,7 +75,7 @@ void read_experts(const gguf::Metadata &meta, HParams &hp) {
              key("expert_group_count"), hp.n_expert_groups, key("expert_group_used_count"),
              hp.n_group_used, hp.n_expert_used, hp.n_expert);
     }
-    hp.expert_weights_scale = get_float(meta, key("expert_weights_scale")).value_or(0.0f);
+    hp.expert_weights_scale = read_float(meta, key("expert_weights_scale")).value_or(0.0f);
     if (const gguf::Value *v = meta.find(key("expert_weights_norm"))) {
         const bool *b = std::get_if<bool>(v);
         if (b == nullptr)
@@ -92,7 +86,65 @@ void read_experts(const gguf::Metadata &meta, HParams &hp) {
     hp.expert_gating_func = int(integer("expert_gating_func", 0));
 }
 
+// The names of RopeScaling, as rope.scaling.type spells them.
+constexpr std::pair<std::string_view, RopeScaling> kRopeScalingNames[] = {
+    {"none", RopeScaling::none},
+    {"linear", RopeScaling::linear},
+    {"yarn", RopeScaling::yarn},
+    {"longrope", RopeScaling::longrope},
+};
+
+// rope.scaling.*: the type ("linear" when absent, as in llama.cpp), the factor (its old key
+// rope.scale_linear as a fallback; 0 or absent: none), the original context and the magnitude.
+void read_rope_scaling(const gguf::Metadata &meta, HParams &hp) {
+    auto key = [&](std::string_view suffix) { return arch_key(hp, suffix); };
+    if (meta.has(key("rope.scaling.type"))) {
+        const std::string &type = meta.get<std::string>(key("rope.scaling.type"));
+        const auto *named = std::find_if(std::begin(kRopeScalingNames), std::end(kRopeScalingNames),
+                                         [&](const auto &n) { return n.first == type; });
+        if (named == std::end(kRopeScalingNames)) {
+            fail("model", "{} = '{}' is not a RoPE scaling type (none, linear, yarn, longrope)",
+                 key("rope.scaling.type"), type);
+        }
+        hp.rope_scaling = named->second;
+    }
+    const std::string factor_key = meta.has(key("rope.scaling.factor")) ? key("rope.scaling.factor")
+                                                                        : key("rope.scale_linear");
+    const float factor = read_float(meta, factor_key).value_or(0.0f);
+    if (!std::isfinite(factor) || factor < 0.0f) {
+        fail("model", "{} = {} is not a scaling factor (a positive number, or 0 for none)",
+             factor_key, factor);
+    }
+    // Scaling type none never scales, whatever the factor says.
+    hp.rope_freq_scale =
+        factor == 0.0f || hp.rope_scaling == RopeScaling::none ? 1.0f : 1.0f / factor;
+    const std::string attn_key = key("rope.scaling.attn_factor");
+    hp.rope_attn_factor = read_float(meta, attn_key).value_or(1.0f);
+    if (!std::isfinite(hp.rope_attn_factor) || hp.rope_attn_factor <= 0.0f) {
+        fail("model", "{} = {} is not a positive number", attn_key, hp.rope_attn_factor);
+    }
+    hp.n_ctx_orig =
+        positive(key("rope.scaling.original_context_length"),
+                 meta.get_integer_optional<int64_t>(key("rope.scaling.original_context_length"))
+                     .value_or(hp.n_ctx_train));
+}
+
 }  // namespace
+
+std::optional<float> read_float(const gguf::Metadata &meta, const std::string &key) {
+    const gguf::Value *v = meta.find(key);
+    if (v == nullptr) return std::nullopt;
+    if (const auto *f = std::get_if<float>(v)) return *f;
+    if (const auto *d = std::get_if<double>(v)) return float(*d);
+    fail("model", "{} is a {}, expected a float", key, gguf::type_name(*v));
+}
+
+// Only YaRN files name their original context (linear ones give the stretched length as
+// context_length, with no original to stretch).
+int64_t HParams::n_ctx_max() const {
+    if (rope_scaling != RopeScaling::yarn) return n_ctx_train;
+    return std::max(n_ctx_train, int64_t(double(n_ctx_orig) / double(rope_freq_scale)));
+}
 
 std::string arch_key(const HParams &hp, std::string_view suffix) {
     return hp.arch + "." + std::string(suffix);
@@ -135,15 +187,11 @@ HParams HParams::from_gguf(const gguf::Metadata &meta) {
         fail("model", "{} = {} exceeds the head size {}", key("rope.dimension_count"), hp.n_rot,
              hp.n_embd_head_k);
     }
-    hp.norm_rms_eps = get_float(meta, key("attention.layer_norm_rms_epsilon")).value_or(0.0f);
-    hp.norm_eps = get_float(meta, key("attention.layer_norm_epsilon")).value_or(0.0f);
-    hp.rope_freq_base = get_float(meta, key("rope.freq_base")).value_or(10000.0f);
-    if (const auto factor = get_float(meta, key("rope.scaling.factor")); factor && *factor > 0) {
-        hp.rope_freq_scale = 1.0f / *factor;
-    }
-    hp.n_ctx_orig = meta.get_integer_optional<int64_t>(key("rope.scaling.original_context_length"))
-                        .value_or(hp.n_ctx_train);
-    hp.f_logit_scale = get_float(meta, key("logit_scale")).value_or(0.0f);
+    hp.norm_rms_eps = read_float(meta, key("attention.layer_norm_rms_epsilon")).value_or(0.0f);
+    hp.norm_eps = read_float(meta, key("attention.layer_norm_epsilon")).value_or(0.0f);
+    hp.rope_freq_base = read_float(meta, key("rope.freq_base")).value_or(10000.0f);
+    read_rope_scaling(meta, hp);
+    hp.f_logit_scale = read_float(meta, key("logit_scale")).value_or(0.0f);
     if (!std::isfinite(hp.rope_freq_base) || hp.rope_freq_base <= 0.0f) {
         fail("model", "{} = {} is not a positive number", key("rope.freq_base"), hp.rope_freq_base);
     }

@@ -1,6 +1,7 @@
 #pragma once
 // A model's shape, read from the GGUF keys "<arch>.*" (llama.cpp's names).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,15 @@
 #include "loom/gguf.h"
 
 namespace loom::engine {
+
+// How positions past the original training context are made to fit (<arch>.rope.scaling.type).
+enum class RopeScaling {
+    none,      // plain rotary embedding, any rope.scaling.factor ignored
+    linear,    // positions divided by the factor (the default when the key is absent)
+    yarn,      // YaRN: interpolated and extrapolated angles blended per dimension, magnitude
+               // corrected
+    longrope,  // LongRoPE (Phi-3): per-dimension factors, long or short by the context size
+};
 
 struct HParams {
     std::string arch;  // general.architecture, the prefix of every key below
@@ -24,9 +34,18 @@ struct HParams {
     float norm_rms_eps = 0.0f;  // <arch>.attention.layer_norm_rms_epsilon
     float norm_eps = 0.0f;      // <arch>.attention.layer_norm_epsilon
     float rope_freq_base = 10000.0f;
-    float rope_freq_scale = 1.0f;  // 1 / <arch>.rope.scaling.factor for linear scaling
-    int64_t n_ctx_orig = 0;        // <arch>.rope.scaling.original_context_length
-    float f_logit_scale = 0.0f;    // <arch>.logit_scale (0: none)
+
+    // RoPE scaling, read as llama.cpp reads it (see rope_params in engine/model/rope.h for what
+    // the values become).
+    RopeScaling rope_scaling = RopeScaling::linear;  // <arch>.rope.scaling.type
+    float rope_freq_scale = 1.0f;   // 1 / <arch>.rope.scaling.factor (or rope.scale_linear)
+    float rope_attn_factor = 1.0f;  // <arch>.rope.scaling.attn_factor: cos and sin scaled
+    int64_t n_ctx_orig = 0;         // <arch>.rope.scaling.original_context_length
+    // YaRN's mscale_all_dim and mscale (0 and 1: the magnitude correction of the factor alone).
+    // Architectures that store them set them (ArchDescriptor::read_hparams).
+    float yarn_log_mul = 0.0f;
+    float yarn_mscale = 1.0f;
+    float f_logit_scale = 0.0f;  // <arch>.logit_scale (0: none)
 
     // Multi-head latent attention (DeepSeek 2/3): Q and KV through low-rank projections. With
     // key_length_mla / value_length_mla (the "absorbed" layout) the cache holds one latent KV
@@ -53,6 +72,9 @@ struct HParams {
     int64_t n_embd_k_gqa() const { return n_embd_head_k * n_head_kv; }
     int64_t n_embd_v_gqa() const { return n_embd_head_v * n_head_kv; }
     int64_t n_gqa() const { return n_head / n_head_kv; }
+    // The longest context the positions are meant for: the training context, or the original
+    // one stretched by YaRN where that is longer.
+    int64_t n_ctx_max() const;
     // Where the rotary part of a cached K head starts: after the n_embd_head_k - n_rot latent or
     // no-position dims for DeepSeek's attention, at 0 otherwise.
     int64_t k_rope_offset() const { return n_lora_kv > 0 ? n_embd_head_k - n_rot : 0; }
@@ -64,5 +86,7 @@ struct HParams {
 
 // "<arch>.<suffix>" for hparams' architecture.
 std::string arch_key(const HParams &hp, std::string_view suffix);
+// A float key (F32 or F64), nullopt when absent; loom::fail("model", ...) on another type.
+std::optional<float> read_float(const gguf::Metadata &meta, const std::string &key);
 
 }  // namespace loom::engine

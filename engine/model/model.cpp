@@ -92,6 +92,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, const ModelParams &p
              supported_archs());
     }
     m->hp_ = HParams::from_gguf(file.metadata());
+    if (m->arch_->read_hparams != nullptr) m->arch_->read_hparams(file.metadata(), m->hp_);
     // Every layer has tensors of its own: a larger count is a lie (and would size the per-layer
     // tables before any tensor was found missing).
     if (uint64_t(m->hp_.n_layer) > file.tensors().size()) {

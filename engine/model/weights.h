@@ -41,6 +41,9 @@ struct ModelWeights {
     Tensor *output_norm_b = nullptr;
     Tensor *output = nullptr;        // output.weight, or tok_embd when tied
     Tensor *rope_factors = nullptr;  // rope_freqs.weight: Llama 3's per-dimension frequency factors
+    // LongRoPE's factors for contexts past the original one and within it,
+    // rope_factors_{long,short}.weight [n_rot / 2]
+    Tensor *rope_factors_long = nullptr, *rope_factors_short = nullptr;
     std::vector<LayerWeights> layers;
 };
 

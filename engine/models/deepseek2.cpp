@@ -96,7 +96,8 @@ Tensor *build_latent_attention(GraphContext &g, const LayerWeights &l, Tensor *c
         view_3d(ctx, kv_a, n_rot, 1, n_tokens, kv_a->nb[1], kv_a->nb[1], size_t(rank) * elt);
     k_pe = g.name(g.build_rope(k_pe, pos, il), "k_pe", il);
 
-    const float kq_scale = 1.0f / std::sqrt(float(k_head));
+    // YaRN's magnitude correction enters the scores squared (1 without scaling).
+    const float kq_scale = yarn_kq_mscale2(g.model) / std::sqrt(float(k_head));
     if (hp.is_mla) {
         // Q · K over the latent: q_nope · (k_b · latent) = (k_b^T · q_nope) · latent.
         Tensor *q_absorbed = mul_mat(ctx, l.wk_b, permute(ctx, q_nope, 0, 2, 1, 3));
@@ -166,10 +167,26 @@ void build_deepseek2(GraphContext &g) {
     g.build_logits(g.build_norm(x, g.w.output_norm, nullptr, NormType::rms, -1));
 }
 
+// DeepSeek's converter stores YaRN's mscale_all_dim times 0.1 as
+// rope.scaling.yarn_log_multiplier. DeepSeek V2's configs give mscale = mscale_all_dim (their
+// ratio, the rotary magnitude, is then 1); V3's give 1 for both, which llama.cpp reads the same
+// way.
+void read_deepseek2_hparams(const gguf::Metadata &meta, HParams &hp) {
+    const auto log_mul = read_float(meta, arch_key(hp, "rope.scaling.yarn_log_multiplier"));
+    if (!log_mul) return;
+    if (!std::isfinite(*log_mul)) {
+        fail("model", "{}.rope.scaling.yarn_log_multiplier = {} is not a number", hp.arch,
+             *log_mul);
+    }
+    hp.yarn_log_mul = *log_mul / 0.1f;
+    if (hp.yarn_log_mul != 1.0f) hp.yarn_mscale = hp.yarn_log_mul;
+}
+
 }  // namespace
 
 extern const ArchDescriptor kArch_deepseek2{.name = "deepseek2",
                                             .rope_mode = RopeMode::normal,
+                                            .read_hparams = read_deepseek2_hparams,
                                             .load_weights = load_deepseek2,
                                             .build_graph = build_deepseek2};
 

@@ -41,7 +41,12 @@ void load_llama_weights(WeightLoader &w, const HParams &hp, ModelWeights &m,
     m.output_norm = w.require("output_norm.weight", {n_embd});
     m.output = w.optional("output.weight", {n_embd, hp.n_vocab});
     if (m.output == nullptr) m.output = m.tok_embd;  // tied embeddings
-    m.rope_factors = w.optional("rope_freqs.weight", {hp.n_rot / 2});
+    if (hp.rope_scaling == RopeScaling::longrope) {
+        m.rope_factors_long = w.optional("rope_factors_long.weight", {hp.n_rot / 2});
+        m.rope_factors_short = w.optional("rope_factors_short.weight", {hp.n_rot / 2});
+    } else {
+        m.rope_factors = w.optional("rope_freqs.weight", {hp.n_rot / 2});
+    }
     m.layers.resize(size_t(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         LayerWeights &l = m.layers[size_t(il)];

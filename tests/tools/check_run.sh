@@ -37,6 +37,10 @@ expect_error() {  # expect_error PATTERN ARGS...: non-zero exit and PATTERN on s
 expect_error "^loom run: error: .*no-such-model.gguf" -m "$tmp/no-such-model.gguf" -p "Once"
 expect_error "^loom run: error: \[run\] the prompt has [0-9]+ tokens, more than the context's 16" \
     -m "$model" -p "$(printf 'Once upon a time %.0s' 1 2 3 4 5 6)" -c 16
+# A context past the training one (2048 positions; no RoPE scaling stretches it) is cut to it.
+"$loom" run -m "$model" -p "Once" -n 1 -c 4096 >/dev/null 2>"$tmp/err" || fail "-c 4096: $(cat "$tmp/err")"
+grep -q "warning: --ctx-size 4096 is above the model's training context (with its RoPE scaling); using 2048" \
+    "$tmp/err" || fail "no warning for -c 4096: $(cat "$tmp/err")"
 # A full context stops the generation, or with --context-shift drops the older half of the
 # tokens (after BOS) and goes on: the same text up to the first shift, then 149 more decodes.
 "$loom" run -m "$model" -p "Once upon a time" -n 150 --temp 0 --ignore-eos -c 64 >"$tmp/stopped" \

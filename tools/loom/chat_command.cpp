@@ -156,8 +156,8 @@ void run_chat(const ChatOptions &options) {
     const auto model = engine::Model::load(options.model.path, {.repack = !options.no_repack});
     const engine::ChatFamily family = chat_family(options, model->file().metadata());
     engine::ContextOptions context = context_options(options.model);
-    context.n_ctx = context_size("chat", options.ctx_size, options.ctx_size_given,
-                                 model->hparams().n_ctx_train);
+    context.n_ctx =
+        context_size("chat", options.ctx_size, options.ctx_size_given, model->hparams());
     engine::Context ctx(*model, context);
     ChatSession session(options, *model, family, ctx);
     const bool interactive = isatty(STDIN_FILENO);

@@ -44,16 +44,18 @@ void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling) {
     command.add_option("--seed", sampling.seed, "seed of the draws (default: random)");
 }
 
-int64_t context_size(const char *command, int64_t requested, bool given, int64_t n_ctx_train) {
-    if (requested == 0) return n_ctx_train;
-    if (n_ctx_train <= 0 || requested <= n_ctx_train) return requested;
+int64_t context_size(const char *command, int64_t requested, bool given,
+                     const engine::HParams &hp) {
+    if (requested == 0) return hp.n_ctx_train;
+    const int64_t n_ctx_max = hp.n_ctx_max();
+    if (requested <= n_ctx_max) return requested;
     if (given) {
         fmt::print(stderr,
-                   "loom {}: warning: --ctx-size {} is above the model's training context; "
-                   "using {}\n",
-                   command, requested, n_ctx_train);
+                   "loom {}: warning: --ctx-size {} is above the model's training context "
+                   "(with its RoPE scaling); using {}\n",
+                   command, requested, n_ctx_max);
     }
-    return n_ctx_train;
+    return n_ctx_max;
 }
 
 engine::ContextOptions context_options(const ModelOptions &options) {

@@ -33,9 +33,10 @@ void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling);
 void add_context_shift_options(CLI::App &command, bool &context_shift, int32_t &n_keep,
                                const char *otherwise);
 
-// The context for --ctx-size `requested` (0: the model's training context), capped at the training
-// context, with a warning on stderr naming `command` when an asked-for size (`given`) is cut.
-int64_t context_size(const char *command, int64_t requested, bool given, int64_t n_ctx_train);
+// The context for --ctx-size `requested` (0: the model's training context, as llama.cpp), capped
+// at the context its positions are meant for (HParams::n_ctx_max: more than the training context
+// with YaRN), with a warning on stderr naming `command` when an asked-for size (`given`) is cut.
+int64_t context_size(const char *command, int64_t requested, bool given, const engine::HParams &hp);
 
 // ContextOptions with the threads, flash attention and KV type of `options`; the rest default.
 engine::ContextOptions context_options(const ModelOptions &options);

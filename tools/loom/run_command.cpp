@@ -108,8 +108,7 @@ bool run_generation(const RunOptions &options) {
     const engine::Vocab &vocab = model->vocab();
 
     engine::ContextOptions context = context_options(options.model);
-    context.n_ctx =
-        context_size("run", options.ctx_size, options.ctx_size_given, model->hparams().n_ctx_train);
+    context.n_ctx = context_size("run", options.ctx_size, options.ctx_size_given, model->hparams());
     // As llama-cli: BOS per the vocabulary, and "<s>"-like text in the prompt is the token.
     const std::vector<int32_t> prompt = vocab.tokenize(options.prompt, true, true);
     if (prompt.empty()) fail("run", "the prompt has no tokens");

@@ -56,11 +56,12 @@ struct Scheduler::Slot {
 
 namespace {
 
-// Cells per slot: an equal share of --ctx-size, at most the model's training context (positions
-// past it are refused by models with learned positions, and degrade the others).
+// Cells per slot: an equal share of --ctx-size, at most the context the model's positions are
+// meant for (its training context, or more with YaRN): positions past it are refused by models
+// with learned positions, and degrade the others.
 int64_t slot_cells(const engine::Model &model, const SchedulerOptions &o) {
     int64_t per_slot = o.n_ctx / std::max(1, o.n_parallel);
-    if (model.hparams().n_ctx_train > 0) per_slot = std::min(per_slot, model.hparams().n_ctx_train);
+    per_slot = std::min(per_slot, model.hparams().n_ctx_max());
     // A slot must hold a prompt and room to answer.
     constexpr int64_t kMinSlotCells = 16;
     if (per_slot < kMinSlotCells) {

@@ -1,0 +1,26 @@
+#pragma once
+// What a model's rotary embedding computes: its architecture's mode, its frequencies and their
+// scaling (engine/model/hparams.h, RopeScaling), turned into rope_ext's parameters as llama.cpp's
+// context turns them.
+#include <cstdint>
+
+#include "engine/model/model.h"
+
+namespace loom::engine {
+
+// For YaRN: ext_factor 1, and attn_factor such that the kernel's magnitude correction
+// (1 + 0.1 ln(1/freq_scale)) ends up as YaRN's mscale (mscale_all_dim in the ratio where the
+// architecture stores it), times the file's own rope.scaling.attn_factor.
+RopeParams rope_params(const Model &model);
+
+// The per-dimension frequency factors F32 [n_rot / 2] for a context of n_ctx_seq cells per
+// sequence: Llama 3's rope_freqs, or LongRoPE's long factors where the context is longer than
+// the original one and its short factors where not; null when the model has none.
+Tensor *rope_factors(const Model &model, int64_t n_ctx_seq);
+
+// DeepSeek's attention scale for YaRN: mscale = attn_factor_orig * (1 + 0.1 * mscale_all_dim *
+// ln(1/freq_scale)), where attn_factor_orig undoes the correction rope_params took out; the
+// scores are multiplied by mscale^2 (1 without scaling).
+float yarn_kq_mscale2(const Model &model);
+
+}  // namespace loom::engine
