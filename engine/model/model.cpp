@@ -79,6 +79,60 @@ void prefault_row_read(const WeightLoader &loader) {
     }
 }
 
+// The layer number of a "blk.<n>.<name>" tensor, -1 for a tensor of no layer.
+int64_t layer_of(std::string_view name) {
+    if (!name.starts_with("blk.")) return -1;
+    int64_t n = 0;
+    size_t i = 4;
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && n < (int64_t(1) << 40); ++i) {
+        n = n * 10 + (name[i] - '0');
+    }
+    return i > 4 && i < name.size() && name[i] == '.' ? n : -1;
+}
+
+std::string first_names(const std::vector<std::string> &names) {
+    constexpr size_t kShown = 4;
+    std::string out;
+    for (size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + names[i];
+    if (names.size() > kShown) out += fmt::format(" and {} more", names.size() - kShown);
+    return out;
+}
+
+// Every tensor of the file is one the architecture reads, as llama.cpp requires: a tensor left
+// over means the metadata lies about the file (too small a block_count) or the file has parts
+// Loom would silently skip (biases, experts of another layout).
+void check_all_used(const WeightLoader &loader, const HParams &hp, const std::string &path) {
+    const std::vector<std::string> unused = loader.unused();
+    if (unused.empty()) return;
+    std::vector<std::string> past_layers;
+    for (const std::string &name : unused) {
+        if (layer_of(name) >= hp.n_layer) past_layers.push_back(name);
+    }
+    if (!past_layers.empty()) {
+        fail("model",
+             "{}: {}.block_count = {}, but the file has tensors of layers past it ({}), which "
+             "would be left unused",
+             path, hp.arch, hp.n_layer, first_names(past_layers));
+    }
+    fail("model",
+         "{}: {} tensors of the file are not part of a {} model ({}); it does not match "
+         "its metadata",
+         path, unused.size(), hp.arch, first_names(unused));
+}
+
+// A mixture-of-experts model has a router in some layer (the llama architecture would otherwise
+// run its dense tensors and ignore expert_count).
+void check_experts(const HParams &hp, const ModelWeights &w, const std::string &path) {
+    if (hp.n_expert == 0) return;
+    for (const LayerWeights &l : w.layers) {
+        if (l.ffn_gate_inp != nullptr) return;
+    }
+    fail("model",
+         "{}: {}.expert_count = {}, but no layer has expert tensors (blk.N.ffn_gate_inp.weight, "
+         "blk.N.ffn_*_exps.weight)",
+         path, hp.arch, hp.n_expert);
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string &path, const ModelParams &params) {
@@ -107,6 +161,8 @@ std::unique_ptr<Model> Model::load(const std::string &path, const ModelParams &p
         ContextParams{.mem_size = file.context_size(), .no_alloc = true});
     WeightLoader loader(file, *m->tensors_);
     m->arch_->load_weights(loader, m->hp_, m->weights_);
+    check_experts(m->hp_, m->weights_, path);
+    check_all_used(loader, m->hp_, path);
     m->vocab_ = std::make_unique<Vocab>(Vocab::from_gguf(file));
     if (m->vocab_->n_tokens() != m->hp_.n_vocab) {
         fail("model", "{}: the vocabulary has {} tokens but token_embd.weight has {} rows", path,

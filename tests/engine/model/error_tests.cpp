@@ -122,6 +122,41 @@ TEST_F(ModelErrors, RewrittenModelLoads) {
     EXPECT_NO_THROW(Model::load(path));
 }
 
+TEST_F(ModelErrors, BlockCountBelowTheLayersOfTheFileIsRefused) {
+    // stories260K has 5 layers; a block_count of 4 would leave blk.4.* unused.
+    const std::string path = rewrite_stories(
+        "short-count.gguf", [](const auto &, auto &) { return true; },
+        [](gguf::Writer &w) { w.set("llama.block_count", uint32_t(4)); });
+    const std::string msg = error_of([&] { Model::load(path); });
+    EXPECT_NE(msg.find("llama.block_count = 4"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("blk.4."), std::string::npos) << msg;
+}
+
+TEST_F(ModelErrors, ExpertCountWithoutExpertTensorsIsRefused) {
+    const std::string path = rewrite_stories(
+        "no-experts.gguf", [](const auto &, auto &) { return true; },
+        [](gguf::Writer &w) {
+            w.set("llama.expert_count", uint32_t(4));
+            w.set("llama.expert_used_count", uint32_t(2));
+        });
+    const std::string msg = error_of([&] { Model::load(path); });
+    EXPECT_NE(msg.find("llama.expert_count = 4"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("ffn_gate_inp"), std::string::npos) << msg;
+}
+
+TEST_F(ModelErrors, TensorTheArchitectureDoesNotReadIsRefused) {
+    // An FFN bias the llama graph has no place for: run without it, the output would be wrong.
+    const std::vector<float> bias(172, 0.25f);
+    const std::string path = rewrite_stories(
+        "extra.gguf", [](const auto &, auto &) { return true; },
+        [&](gguf::Writer &w) {
+            w.add_tensor("blk.1.ffn_down.bias", DType::F32, {64}, bias.data());
+        });
+    const std::string msg = error_of([&] { Model::load(path); });
+    EXPECT_NE(msg.find("blk.1.ffn_down.bias"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("not part of a llama model"), std::string::npos) << msg;
+}
+
 class DecodeErrors : public ::testing::Test {
   protected:
     void SetUp() override {
