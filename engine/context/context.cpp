@@ -214,8 +214,9 @@ void Context::apply_kv_shift() {
         Tensor *heads =
             view_3d(ctx, k, hp.n_rot, hp.n_head_kv, kv_.size(), size_t(hp.n_embd_head_k) * elt,
                     k->nb[1], size_t(hp.k_rope_offset()) * elt);
-        Tensor *rotated = rope_ext(ctx, cast(ctx, heads, DType::F32), pos, rope_params(model_),
-                                   rope_factors(model_, kv_.cells_per_stream()));
+        Tensor *rotated =
+            rope_ext(ctx, cast(ctx, heads, DType::F32), pos, rope_shift_params(model_),
+                     rope_factors(model_, kv_.cells_per_stream()));
         build_forward_expand(graph, cpy(ctx, rotated, heads));
     }
     // Its plan may grow the allocator's buffer, which the kept graph's tensors point into.

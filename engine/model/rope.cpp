@@ -33,6 +33,14 @@ RopeParams rope_params(const Model &model) {
     return p;
 }
 
+RopeParams rope_shift_params(const Model &model) {
+    RopeParams p = rope_params(model);
+    // The kernel's own correction where ext_factor is set, divided out.
+    p.attn_factor =
+        p.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * std::log(1.0f / p.freq_scale)) : 1.0f;
+    return p;
+}
+
 Tensor *rope_factors(const Model &model, int64_t n_ctx_seq) {
     const ModelWeights &w = model.weights();
     if (w.rope_factors != nullptr) return w.rope_factors;

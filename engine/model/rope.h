@@ -13,6 +13,11 @@ namespace loom::engine {
 // architecture stores it), times the file's own rope.scaling.attn_factor.
 RopeParams rope_params(const Model &model);
 
+// The rotation of cached K by a position delta (a context shift): rope_params with the magnitude
+// left at 1, since K got YaRN's mscale and attn_factor when it was computed. (llama.cpp passes
+// its attn_factor here too, and so scales K once more at every shift.)
+RopeParams rope_shift_params(const Model &model);
+
 // The per-dimension frequency factors F32 [n_rot / 2] for a context of n_ctx_seq cells per
 // sequence: Llama 3's rope_freqs, or LongRoPE's long factors where the context is longer than
 // the original one and its short factors where not; null when the model has none.

@@ -2,12 +2,17 @@
 // decode(): after each, the next logits equal those of a context that never needed it.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "engine/context/context.h"
 #include "loom/error.h"
 #include "tests/engine/model/fixture.h"
+#include "tests/engine/model/rope_variants.h"
 
 namespace loom::engine {
 namespace {
@@ -203,6 +208,31 @@ TEST(ContextSeqOpsDeepSeek, SeqAddRotatesTheTrailingRotaryDims) {
             expect_shift_matches(*model, f.tokens, DType::F16, true, k, 1e-5);
         }
     }
+}
+
+// With YaRN the rotation also scales cos and sin by its mscale, and rope.scaling.attn_factor
+// scales them too (LongRoPE here); a shift must rotate K by the delta without scaling it again.
+TEST(ContextSeqOpsScaledRope, SeqAddKeepsTheMagnitude) {
+    for (const char *name : {"qwen2-yarn", "deepseek2-yarn"}) {
+        SCOPED_TRACE(name);
+        const auto f = load_fixture(name);
+        const auto model = Model::load(f.model_path);
+        for (Pos k : {Pos(5), Pos(40)}) {
+            SCOPED_TRACE("shift " + std::to_string(k));
+            expect_shift_matches(*model, f.tokens, DType::F32, false, k, 1e-6);
+        }
+    }
+    const auto stories = load_fixture("stories260K");
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("loom-seq-ops-longrope-" + std::to_string(::getpid()) + ".gguf");
+    const auto &variants = test::rope_variants();
+    const auto longrope = std::find_if(variants.begin(), variants.end(),
+                                       [](const auto &v) { return v.name == "longrope-long"; });
+    ASSERT_NE(longrope, variants.end());
+    test::write_rope_variant(*longrope, stories.model_path, path.string());
+    const auto model = Model::load(path.string());
+    std::filesystem::remove(path);
+    expect_shift_matches(*model, stories.tokens, DType::F32, false, 9, 1e-6);
 }
 
 // llama.cpp's context shift: drop tokens [1, 1 + m) and move the rest back by m. The kept K and
