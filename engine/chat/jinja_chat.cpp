@@ -1,0 +1,90 @@
+#include "engine/chat/jinja_chat.h"
+
+#include "engine/jinja/builtins.h"
+#include "engine/jinja/json.h"
+#include "loom/error.h"
+
+namespace loom::engine {
+
+using jinja::Value;
+
+JinjaChatTemplate::JinjaChatTemplate(std::string_view source, std::string bos_token,
+                                     std::string eos_token)
+    : template_(source), bos_token_(std::move(bos_token)), eos_token_(std::move(eos_token)) {}
+
+std::string JinjaChatTemplate::render(const ChatRender &chat) const {
+    return template_.render({
+        {"messages", chat.messages},
+        {"tools", chat.tools},
+        {"add_generation_prompt", Value(chat.add_generation_prompt)},
+        {"bos_token", Value(bos_token_)},
+        {"eos_token", Value(eos_token_)},
+        {"raise_exception", jinja::raise_exception_function()},
+        {"strftime_now", jinja::strftime_now_function(chat.now)},
+    });
+}
+
+namespace {
+
+// A tool call with its function.arguments parsed, when they are a JSON object in a string.
+Value with_parsed_arguments(const Value &call) {
+    if (!call.is_dict()) return call;
+    const Value *function = call.dict().find("function");
+    if (function == nullptr || !function->is_dict()) return call;
+    const Value *arguments = function->dict().find("arguments");
+    if (arguments == nullptr || !arguments->is_string()) return call;
+    Value parsed;
+    try {
+        parsed = jinja::parse_json(arguments->str());
+    } catch (const Error &) {
+        return call;  // not JSON: the string stays
+    }
+    if (!parsed.is_dict()) return call;
+    jinja::Dict new_function = function->dict();
+    new_function.set(Value("arguments"), parsed);
+    jinja::Dict new_call = call.dict();
+    new_call.set(Value("function"), Value::dict(std::move(new_function)));
+    return Value::dict(std::move(new_call));
+}
+
+}  // namespace
+
+Value normalize_chat_messages(const Value &messages) {
+    if (!messages.is_list()) fail("chat", "the messages must be a JSON array");
+    std::vector<Value> out;
+    out.reserve(messages.items().size());
+    for (const Value &message : messages.items()) {
+        if (!message.is_dict()) fail("chat", "each message must be a JSON object");
+        const Value *calls = message.dict().find("tool_calls");
+        if (calls == nullptr || !calls->is_list()) {
+            out.push_back(message);
+            continue;
+        }
+        std::vector<Value> new_calls;
+        for (const Value &call : calls->items()) new_calls.push_back(with_parsed_arguments(call));
+        jinja::Dict new_message = message.dict();
+        new_message.set(Value("tool_calls"), Value::list(std::move(new_calls)));
+        out.push_back(Value::dict(std::move(new_message)));
+    }
+    return Value::list(std::move(out));
+}
+
+Value chat_messages_from_json(std::string_view json) {
+    return normalize_chat_messages(jinja::parse_json(json));
+}
+
+Value chat_tools_from_json(std::string_view json) {
+    const Value tools = jinja::parse_json(json);
+    if (tools.is_none() || (tools.is_list() && tools.items().empty())) return Value::none();
+    if (!tools.is_list()) fail("chat", "the tools must be a JSON array");
+    return tools;
+}
+
+std::tm local_time_now() {
+    const std::time_t t = std::time(nullptr);
+    std::tm now{};
+    localtime_r(&t, &now);
+    return now;
+}
+
+}  // namespace loom::engine
