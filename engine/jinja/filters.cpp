@@ -382,7 +382,12 @@ Value filter_pprint(const Value &input, CallArgs &args) {
 Value filter_attr(const Value &input, CallArgs &args) {
     const BoundArgs a(args, "attr", {"name"});
     if (a.get(0) == nullptr || !a.get(0)->is_string()) render_fail("attr() needs a name");
-    return get_attribute(input, a.get(0)->str());
+    // Only attributes, never items: a dict's keys are not its attributes.
+    const std::string &name = a.get(0)->str();
+    if (input.is_object() || input.is_undefined()) return get_attribute(input, name);
+    if (std::optional<Value> method = bound_method(input, name)) return *method;
+    return Value::undefined(
+        fmt::format("'{} object' has no attribute '{}'", input.type_name(), name));
 }
 
 const FilterTable &filter_table() {
