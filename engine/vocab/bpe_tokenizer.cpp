@@ -1,5 +1,7 @@
 #include "engine/vocab/bpe_tokenizer.h"
 
+#include <fmt/format.h>
+
 #include <queue>
 
 #include "engine/vocab/symbols.h"
@@ -40,8 +42,9 @@ struct LowerPriority {
 
 class BpeSession {
   public:
-    BpeSession(const TokenTable &table, const BpeRanks &ranks, std::string_view word)
-        : table_(table), ranks_(ranks), word_(word) {}
+    BpeSession(const TokenTable &table, const BpeRanks &ranks, std::string_view word,
+               bool hex_bytes)
+        : table_(table), ranks_(ranks), word_(word), hex_bytes_(hex_bytes) {}
 
     void run(std::vector<int32_t> &out) {
         symbols_ = split_characters(word_);
@@ -90,7 +93,9 @@ class BpeSession {
             return;
         }
         for (const char byte : text(symbol)) {
-            const int32_t byte_id = table_.find(std::string_view(&byte, 1));
+            const int32_t byte_id = hex_bytes_
+                                        ? table_.find(fmt::format("<0x{:02X}>", uint8_t(byte)))
+                                        : table_.find(std::string_view(&byte, 1));
             if (byte_id >= 0) out.push_back(byte_id);
         }
     }
@@ -98,6 +103,7 @@ class BpeSession {
     const TokenTable &table_;
     const BpeRanks &ranks_;
     std::string_view word_;
+    bool hex_bytes_;
     std::vector<Symbol> symbols_;
     std::priority_queue<Bigram, std::vector<Bigram>, LowerPriority> queue_;
 };
@@ -105,15 +111,15 @@ class BpeSession {
 }  // namespace
 
 void bpe_tokenize_word(const TokenTable &table, const BpeRanks &ranks, std::string_view word,
-                       bool ignore_merges, std::vector<int32_t> &out) {
-    if (ignore_merges) {
+                       const BpeWordOptions &options, std::vector<int32_t> &out) {
+    if (options.whole_word) {
         const int32_t id = table.find(word);
         if (id >= 0) {
             out.push_back(id);
             return;
         }
     }
-    BpeSession(table, ranks, word).run(out);
+    BpeSession(table, ranks, word, options.hex_bytes).run(out);
 }
 
 }  // namespace loom::engine

@@ -23,9 +23,14 @@ class BpeRanks {
     std::unordered_map<std::string, int32_t, TokenTable::TextHash, std::equal_to<>> ranks_;
 };
 
-// Appends the tokens of one word, already byte-encoded (byte_encoding.h), to `out`. With
-// `ignore_merges` a word that is a token as a whole is emitted as it is (Llama 3).
+struct BpeWordOptions {
+    bool whole_word = false;  // a word that is a token as a whole skips the merges
+    bool hex_bytes = false;   // a symbol without a token falls back to "<0xNN>" per byte, not to
+                              // the token of the byte itself (raw UTF-8 vocabularies, Gemma 4)
+};
+
+// Appends the tokens of one word (byte-encoded by byte_encoding.h, or raw UTF-8) to `out`.
 void bpe_tokenize_word(const TokenTable &table, const BpeRanks &ranks, std::string_view word,
-                       bool ignore_merges, std::vector<int32_t> &out);
+                       const BpeWordOptions &options, std::vector<int32_t> &out);
 
 }  // namespace loom::engine

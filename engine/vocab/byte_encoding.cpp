@@ -3,6 +3,8 @@
 #include <array>
 #include <cstdint>
 
+#include <fmt/format.h>
+
 #include "engine/vocab/utf8.h"
 
 namespace loom::engine {
@@ -33,15 +35,6 @@ const ByteMap &byte_map() {
     return map;
 }
 
-// The code point of a one- or two-byte character (every code point of the map is below U+0144),
-// or -1 for a longer one.
-int32_t small_codepoint(std::string_view text) {
-    const uint8_t lead = uint8_t(text[0]);
-    if (lead < 0x80) return lead;
-    if ((lead & 0xE0) == 0xC0 && text.size() == 2) return ((lead & 0x1F) << 6) | (text[1] & 0x3F);
-    return -1;
-}
-
 }  // namespace
 
 std::string byte_encode(std::string_view bytes) {
@@ -56,19 +49,17 @@ std::string byte_decode(std::string_view text) {
     const ByteMap &map = byte_map();
     std::string out;
     out.reserve(text.size());
-    size_t offset = 0;
-    while (offset < text.size()) {
-        const size_t length = utf8::char_length_at(text, offset);
-        const std::string_view character = text.substr(offset, length);
-        const int32_t codepoint = small_codepoint(character);
-        const bool mapped = codepoint >= 0 && codepoint < int32_t(map.byte_of_codepoint.size()) &&
-                            map.byte_of_codepoint[codepoint] >= 0;
-        if (mapped) {
-            out += char(map.byte_of_codepoint[codepoint]);
-        } else {
-            out.append(character);
+    for (const uint32_t cpt : utf8::decode(text)) {
+        if (cpt < map.byte_of_codepoint.size() && map.byte_of_codepoint[cpt] >= 0) {
+            out += char(map.byte_of_codepoint[cpt]);
+            continue;
         }
-        offset += length;
+        std::string character;
+        utf8::append_codepoint(character, cpt);
+        out += "[UNK_BYTE_0x";
+        for (const char c : character) out += fmt::format("{:02x}", uint8_t(c));
+        out.append(text);
+        out += "]";
     }
     return out;
 }

@@ -9,7 +9,8 @@ namespace loom::engine {
 
 // Each byte of `bytes` as its UTF-8 encoded character.
 std::string byte_encode(std::string_view bytes);
-// The inverse: each character back to its byte; a character outside the map is kept as it is.
+// The inverse: each character back to its byte. A character outside the map becomes, as in
+// llama.cpp, "[UNK_BYTE_0x" + its UTF-8 in hex + the whole text + "]".
 std::string byte_decode(std::string_view text);
 
 }  // namespace loom::engine

@@ -21,6 +21,21 @@ enum class TokenType : int32_t {
     byte = 6,
 };
 
+// llama.cpp's token attributes (llama_token_attr), a bit mask: the type from the file, then the
+// per-model rules of Vocab::from_metadata (control for end-of-turn texts, rstrip for Phi-3, ...).
+enum TokenAttr : uint32_t {
+    kAttrUnknown = 1u << 0,
+    kAttrUnused = 1u << 1,
+    kAttrNormal = 1u << 2,
+    kAttrControl = 1u << 3,
+    kAttrUserDefined = 1u << 4,
+    kAttrByte = 1u << 5,
+    kAttrNormalized = 1u << 6,
+    kAttrLstrip = 1u << 7,  // with parse_special, the token eats the white space before it
+    kAttrRstrip = 1u << 8,  // ... and after it
+    kAttrSingleWord = 1u << 9,
+};
+
 struct TokenTable {
     struct TextHash {
         using is_transparent = void;
@@ -30,8 +45,9 @@ struct TokenTable {
     };
 
     std::vector<std::string> texts;
-    std::vector<float> scores;  // SentencePiece merge priorities; 0 when the file has none
-    std::vector<TokenType> types;
+    std::vector<float> scores;     // SentencePiece merge priorities; 0 when the file has none
+    std::vector<TokenType> types;  // as in the file
+    std::vector<uint32_t> attrs;   // TokenAttr bits
     std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> ids;
     // SentencePiece byte fallback: the token of each byte ("<0x41>"), -1 where there is none.
     std::array<int32_t, 256> byte_ids{};

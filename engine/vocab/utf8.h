@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace loom::engine::utf8 {
 
@@ -18,9 +19,18 @@ inline size_t char_length_at(std::string_view text, size_t offset) {
     return length < text.size() - offset ? length : text.size() - offset;
 }
 
-// `text` with every byte that does not belong to a well-formed sequence replaced by U+FFFD, as
-// llama.cpp decodes text before its byte-level pre-tokenizer (which needs valid UTF-8).
-std::string replace_invalid(std::string_view text);
+// Returned by decode_at for a malformed sequence.
+constexpr uint32_t kMalformed = 0xFFFFFFFF;
+
+// The code point at `offset` as llama.cpp decodes it, and its length in bytes: by the lead byte's
+// high bits, with continuation bytes checked but overlong forms, surrogates and values above
+// U+10FFFF let through. kMalformed (length 1) for a stray continuation byte, a lead byte 0xF8 or
+// above, or a sequence cut short.
+uint32_t decode_at(std::string_view text, size_t offset, size_t &length);
+
+// Every code point of `text`; a malformed byte, and a value above U+10FFFF (where llama.cpp
+// would throw), becomes U+FFFD.
+std::vector<uint32_t> decode(std::string_view text);
 
 void append_codepoint(std::string &out, uint32_t codepoint);
 

@@ -1,5 +1,5 @@
-// Vocab: tokenizing (special tokens first, then SentencePiece or pre-tokenizer + BPE per piece of
-// text between them) and turning tokens back into bytes.
+// Vocab: tokenizing (special tokens first, then the model's tokenizer on each piece of text
+// between them) and turning tokens back into bytes, as llama.cpp's llama_vocab does.
 #include "engine/vocab/vocab.h"
 
 #include <algorithm>
@@ -8,7 +8,10 @@
 #include "engine/vocab/byte_encoding.h"
 #include "engine/vocab/pre_tokenizer.h"
 #include "engine/vocab/spm_tokenizer.h"
+#include "engine/vocab/ugm_tokenizer.h"
+#include "engine/vocab/unicode.h"
 #include "engine/vocab/utf8.h"
+#include "engine/vocab/wpm_tokenizer.h"
 #include "loom/error.h"
 
 namespace loom::engine {
@@ -31,7 +34,7 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
 }
 
 // "<0x0A>" -> "\n"; a byte token of another form stands for its own text.
-std::string spm_byte_piece(const std::string &text) {
+std::string byte_piece(const std::string &text) {
     unsigned value = 0;
     const bool hex_form = text.size() == 6 && text.starts_with("<0x") && text.ends_with(">");
     if (hex_form) {
@@ -39,6 +42,48 @@ std::string spm_byte_piece(const std::string &text) {
         if (error == std::errc() && end == text.data() + 5) return std::string(1, char(value));
     }
     return text;
+}
+
+// The white space llama.cpp's lstrip / rstrip remove: C's isspace in the "C" locale.
+bool is_c_space(char c) {
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+// llama.cpp's clean-up of tokenization spaces, three passes over the text in place: no space
+// before ? ! . , ; " ' " loses both spaces; no space before 's 'm 're 've.
+void clean_up_spaces(std::string &text) {
+    size_t total = text.empty() ? 0 : 1;
+    for (size_t i = 1; i < text.size(); ++i) {
+        const char x = text[i];
+        if (text[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) --total;
+        text[total++] = x;
+    }
+    text.resize(total);
+
+    total = text.empty() ? 0 : 1;
+    for (size_t i = 1; i < text.size(); ++i) {
+        const char x = text[i];
+        if (x == '\'' && i + 1 < text.size() && text[i - 1] == ' ' && text[i + 1] == ' ') {
+            --total;
+            text[++i] = '\0';  // the space after is skipped; the next pass must not see it
+        }
+        text[total++] = x;
+    }
+    text.resize(total);
+
+    total = text.empty() ? 0 : 1;
+    for (size_t i = 1; i < text.size(); ++i) {
+        const char x = text[i];
+        if (text[i - 1] == ' ' && x == '\'' && i + 1 < text.size()) {
+            const char x1 = text[i + 1];
+            const char x2 = i + 2 < text.size() ? text[i + 2] : '\0';
+            if (x1 == 's' || x1 == 'm' || (x1 == 'r' && x2 == 'e') || (x1 == 'v' && x2 == 'e')) {
+                --total;
+            }
+        }
+        text[total++] = x;
+    }
+    text.resize(total);
 }
 
 }  // namespace
@@ -54,12 +99,17 @@ bool Vocab::is_eog(int32_t id) const {
 }
 
 bool Vocab::is_control(int32_t id) const {
-    return id >= 0 && id < n_tokens() && table_.types[id] == TokenType::control;
+    return id >= 0 && id < n_tokens() && (table_.attrs[id] & kAttrControl);
 }
 
 TokenType Vocab::token_type(int32_t id) const {
     check_id(id);
     return table_.types[id];
+}
+
+uint32_t Vocab::token_attr(int32_t id) const {
+    check_id(id);
+    return table_.attrs[id];
 }
 
 const std::string &Vocab::token_text(int32_t id) const {
@@ -68,13 +118,15 @@ const std::string &Vocab::token_text(int32_t id) const {
 }
 
 // Cuts the text at every occurrence of a special token's text, longest tokens first. Control
-// and unknown tokens only count with parse_special; user-defined ones always do.
+// and unknown tokens only count with parse_special; user-defined ones always do. A token with
+// lstrip / rstrip takes the white space next to it along.
 std::vector<Vocab::Fragment> Vocab::split_special(std::string_view text, bool parse_special) const {
     std::vector<Fragment> fragments;
     if (!text.empty()) fragments.push_back({-1, text});
     std::vector<Fragment> next;
     for (const int32_t id : special_ids_) {
-        if (!parse_special && table_.types[id] != TokenType::user_defined) continue;
+        const uint32_t attr = table_.attrs[id];
+        if (!parse_special && (attr & (kAttrControl | kAttrUnknown))) continue;
         const std::string_view special = table_.texts[id];
         next.clear();
         for (const Fragment &fragment : fragments) {
@@ -85,9 +137,16 @@ std::vector<Vocab::Fragment> Vocab::split_special(std::string_view text, bool pa
             std::string_view rest = fragment.text;
             for (size_t at = rest.find(special); at != std::string_view::npos;
                  at = rest.find(special)) {
-                if (at > 0) next.push_back({-1, rest.substr(0, at)});
+                std::string_view left = rest.substr(0, at);
+                if (attr & kAttrLstrip) {
+                    while (!left.empty() && is_c_space(left.back())) left.remove_suffix(1);
+                }
+                if (!left.empty()) next.push_back({-1, left});
                 next.push_back({id, {}});
                 rest.remove_prefix(at + special.size());
+                if (attr & kAttrRstrip) {
+                    while (!rest.empty() && is_c_space(rest.front())) rest.remove_prefix(1);
+                }
             }
             if (!rest.empty()) next.push_back({-1, rest});
         }
@@ -96,25 +155,66 @@ std::vector<Vocab::Fragment> Vocab::split_special(std::string_view text, bool pa
     return fragments;
 }
 
+void Vocab::tokenize_bpe(std::string_view text, std::vector<int32_t> &out) const {
+    const std::string escaped = escape_whitespaces_ ? replace_all(text, " ", kSpmSpace) : "";
+    const PreTokenizer::Words words = pre_tokenizer_->split(escape_whitespaces_ ? escaped : text);
+    for (size_t i = 0; i < words.size(); ++i) {
+        const std::string_view word = words[i];
+        const bool newlines = word.find_first_not_of('\n') == std::string_view::npos;
+        const BpeWordOptions options = {
+            .whole_word = ignore_merges_ || (whole_newline_runs_ && newlines),
+            .hex_bytes = !byte_encode_};
+        if (byte_encode_) {
+            bpe_tokenize_word(table_, ranks_, byte_encode(word), options, out);
+        } else {
+            bpe_tokenize_word(table_, ranks_, word, options, out);
+        }
+    }
+}
+
 void Vocab::tokenize_text(std::string_view text, bool after_special,
                           std::vector<int32_t> &out) const {
-    if (type_ == VocabType::spm) {
-        // The space prefix goes at the start and after every special token, as llama.cpp does.
-        const std::string prefixed =
-            add_space_prefix_ && after_special ? " " + std::string(text) : std::string(text);
-        spm_tokenize(table_, replace_all(prefixed, " ", kSpmSpace), unk_, out);
+    switch (type_) {
+        case VocabType::spm: {
+            // The space prefix goes at the start and after every special token, as llama.cpp does.
+            std::string prefixed = add_space_prefix_ && after_special ? " " : "";
+            prefixed += text;
+            spm_tokenize(table_, replace_all(prefixed, " ", kSpmSpace), unk_, out);
+            return;
+        }
+        case VocabType::wpm:
+            wpm_->tokenize(text, unk_, out);
+            return;
+        case VocabType::ugm:
+            ugm_->tokenize(table_, text, unk_, out);
+            return;
+        case VocabType::bpe:
+            break;
+    }
+    if (model_ != "whitespace") {
+        tokenize_bpe(text, out);
         return;
     }
-    const std::string valid = utf8::replace_invalid(text);
-    for (const std::string_view word : pre_tokenizer_->split(valid)) {
-        bpe_tokenize_word(table_, ranks_, byte_encode(word), ignore_merges_, out);
+    // The "whitespace" model: each run between white space (dropped), optionally lowercased, is
+    // tokenized on its own.
+    std::string segment;
+    for (const uint32_t cpt : utf8::decode(text)) {
+        if (unicode::is_whitespace(cpt)) {
+            if (!segment.empty()) tokenize_bpe(segment, out);
+            segment.clear();
+        } else {
+            utf8::append_codepoint(segment, lowercase_ ? unicode::to_lower(cpt) : cpt);
+        }
     }
+    if (!segment.empty()) tokenize_bpe(segment, out);
 }
 
 std::vector<int32_t> Vocab::tokenize(std::string_view text, bool add_special,
                                      bool parse_special) const {
     std::vector<int32_t> out;
-    if (add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
+    // WordPiece adds [CLS] ... [SEP] whatever add_bos says.
+    const bool wpm = type_ == VocabType::wpm;
+    if (add_special && (add_bos_ || wpm) && bos_ >= 0) out.push_back(bos_);
     bool after_special = true;
     for (const Fragment &fragment : split_special(text, parse_special)) {
         if (fragment.token >= 0) {
@@ -125,32 +225,24 @@ std::vector<int32_t> Vocab::tokenize(std::string_view text, bool add_special,
             after_special = false;
         }
     }
-    if (add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
+    if (add_special && wpm && sep_ >= 0) out.push_back(sep_);
+    if (add_special && !wpm && add_eos_ && eos_ >= 0) out.push_back(eos_);
     return out;
 }
 
 std::string Vocab::token_to_piece(int32_t id, bool render_special) const {
     check_id(id);
     const std::string &text = table_.texts[id];
-    switch (table_.types[id]) {
-        case TokenType::normal:
-            return type_ == VocabType::spm ? replace_all(text, kSpmSpace, " ") : byte_decode(text);
-        case TokenType::user_defined:
-            return type_ == VocabType::spm ? replace_all(text, kSpmSpace, " ") : text;
-        case TokenType::control:
-            return render_special ? text : std::string();
-        case TokenType::unknown:
-            // SentencePiece shows an unknown token as U+2585 (a lower block).
-            if (!render_special) return {};
-            return type_ == VocabType::spm ? "\xE2\x96\x85" : text;
-        case TokenType::byte:
-            if (type_ == VocabType::spm) return spm_byte_piece(text);
-            return byte_decode(text);
-        case TokenType::undefined:
-        case TokenType::unused:
-            return {};
+    const uint32_t attr = table_.attrs[id];
+    if (attr & (kAttrUnknown | kAttrControl)) return render_special ? text : std::string();
+    if (attr & kAttrUserDefined) return text;
+    if (attr & kAttrNormal) {
+        if (type_ != VocabType::bpe || escape_whitespaces_)
+            return replace_all(text, kSpmSpace, " ");
+        return byte_decode(text);
     }
-    return {};
+    if ((attr & kAttrByte) && type_ != VocabType::wpm) return byte_piece(text);
+    return {};  // unused and undefined tokens
 }
 
 std::string Vocab::detokenize(std::span<const int32_t> ids, bool render_special) const {
@@ -160,6 +252,7 @@ std::string Vocab::detokenize(std::span<const int32_t> ids, bool render_special)
         if (i == 0 && add_space_prefix_ && piece.starts_with(' ')) piece.erase(0, 1);
         out += piece;
     }
+    if (clean_spaces_) clean_up_spaces(out);
     return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// A model's vocabulary, read from the tokenizer.ggml.* keys of a GGUF file, and its tokenizer:
-// SentencePiece ("llama") or byte-level BPE ("gpt2"), with llama.cpp's results token for token.
+// A model's vocabulary, read from the tokenizer.ggml.* keys of a GGUF file, and its tokenizer,
+// with llama.cpp's results token for token: SentencePiece ("llama"), byte-level BPE ("gpt2", and
+// its variants "gemma4" and "whitespace"), WordPiece ("bert") and Unigram ("t5").
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -15,45 +16,55 @@
 namespace loom::engine {
 
 class PreTokenizer;
+class WpmTokenizer;
+class UgmTokenizer;
 
-enum class VocabType { spm, bpe };
+enum class VocabType { spm, bpe, wpm, ugm };
 
 class Vocab {
   public:
-    // Throws loom::Error("[vocab] ...") naming the key on missing or malformed data.
+    // Throws loom::Error("[vocab] ...") naming the key on missing or malformed data, and for a
+    // tokenizer model or pre-tokenizer Loom does not have (docs/TOKENIZERS.md).
     static Vocab from_gguf(const gguf::File &file);
     static Vocab from_metadata(const gguf::Metadata &metadata);
 
     VocabType type() const { return type_; }
     int32_t n_tokens() const { return table_.size(); }
-    // -1 when the vocabulary has none.
+    // -1 when the vocabulary has none. Absent keys take llama.cpp's defaults per model (e.g.
+    // SentencePiece BOS 1, WordPiece BOS 101 "[CLS]" and separator 102 "[SEP]").
     int32_t bos() const { return bos_; }
     int32_t eos() const { return eos_; }
     int32_t eot() const { return eot_; }
     int32_t unk() const { return unk_; }
-    // tokenizer.ggml.add_bos_token / add_eos_token; when absent, llama.cpp's defaults (BOS for
-    // SentencePiece and Llama 3 BPE, never EOS).
+    int32_t sep() const { return sep_; }
+    // tokenizer.ggml.add_bos_token / add_eos_token, else llama.cpp's defaults (BOS for
+    // SentencePiece, WordPiece and some BPE pre-tokenizers, EOS for Unigram).
     bool add_bos() const { return add_bos_; }
     bool add_eos() const { return add_eos_; }
-    // SentencePiece only: a space is put before the text (tokenizer.ggml.add_space_prefix, default
-    // on).
+    // A space is put before the text (tokenizer.ggml.add_space_prefix; SentencePiece default on).
     bool add_space_prefix() const { return add_space_prefix_; }
 
     // End of generation: EOS, EOT, EOM and tokens such as "<|im_end|>". False out of range.
     bool is_eog(int32_t id) const;
     bool is_control(int32_t id) const;
+    // The type in the file, and the attributes llama.cpp derives from it (TokenAttr bits).
     TokenType token_type(int32_t id) const;
+    uint32_t token_attr(int32_t id) const;
     const std::string &token_text(int32_t id) const;
 
-    // add_special: BOS (and EOS) per add_bos()/add_eos(). parse_special: the text of control
-    // tokens (e.g. "<s>") becomes that token; user-defined tokens are always matched.
+    // add_special: BOS / EOS as add_bos() / add_eos() say (WordPiece: [CLS] and [SEP] always).
+    // parse_special: the text of control tokens (e.g. "<s>") becomes that token; user-defined
+    // tokens are always matched. A special token with lstrip / rstrip eats the white space
+    // before / after it.
     std::vector<int32_t> tokenize(std::string_view text, bool add_special,
                                   bool parse_special) const;
-    // The bytes a token stands for. SentencePiece: U+2581 -> " ", <0xNN> -> the byte; BPE: the
-    // byte-to-unicode map reversed. Control and unknown tokens are empty unless render_special.
+    // The bytes a token stands for, as llama_token_to_piece: U+2581 -> " ", <0xNN> -> the byte,
+    // byte-level BPE's map reversed. Control and unknown tokens are empty unless render_special.
     std::string token_to_piece(int32_t id, bool render_special) const;
-    // The pieces concatenated; as llama.cpp, one leading space of the first piece is dropped
-    // where tokenize adds a space prefix. Throws loom::Error on an id out of range.
+    // As llama_detokenize (special tokens kept): the pieces concatenated, one leading space of
+    // the first dropped where tokenize adds a space prefix, and for vocabularies that clean up
+    // tokenization spaces (most BPE ones, WordPiece) no space before , . ? ! 's 'm 're 've.
+    // Throws loom::Error on an id out of range.
     std::string detokenize(std::span<const int32_t> ids, bool render_special) const;
 
   private:
@@ -63,13 +74,28 @@ class Vocab {
     };
     std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;
     void tokenize_text(std::string_view text, bool after_special, std::vector<int32_t> &out) const;
+    void tokenize_bpe(std::string_view text, std::vector<int32_t> &out) const;
     void check_id(int32_t id) const;
+    // Load steps (vocab_load.cpp, vocab_special.cpp).
+    void read_model(const gguf::Metadata &metadata);
+    void read_special_ids(const gguf::Metadata &metadata);
+    void find_special_tokens(const gguf::Metadata &metadata);
+    void set_model_attributes(const gguf::Metadata &metadata);
 
     VocabType type_ = VocabType::spm;
+    std::string model_;  // tokenizer.ggml.model
     TokenTable table_;
     BpeRanks ranks_;
-    std::shared_ptr<const PreTokenizer> pre_tokenizer_;  // BPE only
+    std::shared_ptr<const PreTokenizer> pre_tokenizer_;  // BPE
+    std::shared_ptr<const WpmTokenizer> wpm_;
+    std::shared_ptr<const UgmTokenizer> ugm_;
     bool ignore_merges_ = false;
+    bool whole_newline_runs_ = false;
+    bool byte_encode_ = true;          // BPE words through GPT-2's byte map
+    bool escape_whitespaces_ = false;  // BPE: spaces become U+2581 first (Gemma 4)
+    bool lowercase_ = true;            // the "whitespace" model's normalizer
+    bool kimi_k2_ = false;             // may come without merges
+    bool clean_spaces_ = false;
     // Control, user-defined and unknown tokens, longest text first, for split_special.
     std::vector<int32_t> special_ids_;
     std::vector<int32_t> eog_ids_;  // sorted
@@ -78,6 +104,7 @@ class Vocab {
     int32_t eot_ = -1;
     int32_t eom_ = -1;
     int32_t unk_ = -1;
+    int32_t sep_ = -1;
     bool add_bos_ = false;
     bool add_eos_ = false;
     bool add_space_prefix_ = false;
