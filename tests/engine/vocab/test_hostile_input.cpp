@@ -43,7 +43,11 @@ TEST_P(HostileInput, EmptyText) {
     const Vocab vocab = load(GetParam());
     EXPECT_TRUE(vocab.tokenize("", false, false).empty());
     const std::vector<int32_t> with_special = vocab.tokenize("", true, true);
-    EXPECT_EQ(with_special.size(), vocab.add_bos() && vocab.bos() >= 0 ? 1u : 0u);
+    // WordPiece always adds [CLS] and [SEP].
+    const bool wpm = vocab.type() == VocabType::wpm;
+    const size_t specials = size_t((vocab.add_bos() || wpm) && vocab.bos() >= 0) +
+                            size_t(wpm ? vocab.sep() >= 0 : vocab.add_eos() && vocab.eos() >= 0);
+    EXPECT_EQ(with_special.size(), specials);
     EXPECT_EQ(vocab.detokenize({}, true), "");
 }
 
@@ -62,7 +66,9 @@ TEST_P(HostileInput, OneMegabyte) {
     std::printf("%s: 2 MiB tokenized in %.3f s\n", GetParam().c_str(), seconds);
     EXPECT_GT(ids.size(), text.size() / 20);
     EXPECT_FALSE(run_ids.empty());
-    EXPECT_EQ(vocab.detokenize(run_ids, false), unbroken);
+    // WordPiece keeps the space it puts before a word.
+    const std::string back = vocab.detokenize(run_ids, false);
+    EXPECT_EQ(vocab.type() == VocabType::wpm ? back.substr(1) : back, unbroken);
 }
 
 TEST_P(HostileInput, IdOutOfRange) {
@@ -77,7 +83,9 @@ TEST_P(HostileInput, IdOutOfRange) {
     EXPECT_FALSE(vocab.is_control(-5));
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocab, HostileInput, testing::Values("llama-spm", "gpt-2", "falcon"),
+INSTANTIATE_TEST_SUITE_P(Vocab, HostileInput,
+                         testing::Values("llama-spm", "gpt-2", "falcon", "bert-bge",
+                                         "nomic-bert-moe", "gemma-4", "qwen35", "deepseek-llm"),
                          [](const auto &info) {
                              std::string name = info.param;
                              for (char &c : name) c = std::isalnum(uint8_t(c)) ? c : '_';
@@ -96,8 +104,11 @@ std::string error_of(const gguf::Metadata &metadata) {
 TEST(VocabMetadata, ErrorsNameTheKey) {
     gguf::Metadata metadata;
     EXPECT_EQ(error_of(metadata), "[vocab] missing key 'tokenizer.ggml.model'");
-    metadata.set("tokenizer.ggml.model", std::string("bert"));
-    EXPECT_NE(error_of(metadata).find("'tokenizer.ggml.model' is 'bert'"), std::string::npos);
+    metadata.set("tokenizer.ggml.model", std::string("rwkv"));
+    EXPECT_NE(error_of(metadata).find("'tokenizer.ggml.model' is 'rwkv' (RWKV"), std::string::npos);
+    metadata.set("tokenizer.ggml.model", std::string("sentencepiece"));
+    EXPECT_NE(error_of(metadata).find("is 'sentencepiece'; supported: 'llama', 'gpt2'"),
+              std::string::npos);
     metadata.set("tokenizer.ggml.model", std::string("gpt2"));
     EXPECT_EQ(error_of(metadata), "[vocab] missing key 'tokenizer.ggml.tokens'");
     metadata.set("tokenizer.ggml.tokens", gguf::Array{std::vector<std::string>{"a", "b", "ab"}});
@@ -114,6 +125,67 @@ TEST(VocabMetadata, ErrorsNameTheKey) {
     const Vocab vocab = Vocab::from_metadata(metadata);
     EXPECT_EQ(vocab.bos(), -1);
     EXPECT_EQ(vocab.tokenize("ab", true, false), std::vector<int32_t>{2});
+}
+
+// A Unigram vocabulary of five tokens with the given charsmap bytes.
+gguf::Metadata unigram(const std::vector<uint8_t> &charsmap) {
+    gguf::Metadata metadata;
+    metadata.set("tokenizer.ggml.model", std::string("t5"));
+    metadata.set("tokenizer.ggml.tokens",
+                 gguf::Array{std::vector<std::string>{"<pad>", "</s>", "<unk>", "\u2581a", "b"}});
+    metadata.set("tokenizer.ggml.scores",
+                 gguf::Array{std::vector<float>{0.0f, 0.0f, 0.0f, -1.0f, -2.0f}});
+    metadata.set("tokenizer.ggml.token_type", gguf::Array{std::vector<int32_t>{3, 3, 2, 1, 1}});
+    metadata.set("tokenizer.ggml.add_space_prefix", true);
+    metadata.set("tokenizer.ggml.precompiled_charsmap", gguf::Array{charsmap});
+    return metadata;
+}
+
+TEST(VocabMetadata, BrokenCharsmapNamesTheKey) {
+    EXPECT_NE(error_of(unigram({1, 2, 3})).find("'tokenizer.ggml.precompiled_charsmap' has 3"),
+              std::string::npos);
+    EXPECT_NE(error_of(unigram({0xF0, 0xFF, 0xFF, 0xFF, 0})).find("does not fit"),
+              std::string::npos);
+    // A root whose BASE points far outside the two entries of the array: loading works (llama.cpp
+    // checks nothing more either), tokenizing names the key instead of reading out of bounds.
+    const uint32_t root = 1000u << 10;
+    const Vocab vocab = Vocab::from_metadata(unigram(
+        {8, 0, 0, 0, uint8_t(root), uint8_t(root >> 8), uint8_t(root >> 16), 0, 0, 0, 0, 0, 0}));
+    try {
+        vocab.tokenize("ab", false, false);
+        ADD_FAILURE() << "no error";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("[vocab] key 'tokenizer.ggml.precompiled_charsmap'"),
+                  std::string::npos)
+            << e.what();
+    }
+    // Without a charsmap the text is only split: "\u2581a" + "b", and EOS (default id 1).
+    const Vocab plain = Vocab::from_metadata(unigram({}));
+    EXPECT_EQ(plain.tokenize("ab", true, false), (std::vector<int32_t>{3, 4, 1}));
+    // No token covers "\u2581x" nor the "\u2581" before "b": one unknown for each run.
+    EXPECT_EQ(plain.tokenize("xa b", false, false), (std::vector<int32_t>{2, 4}));
+    EXPECT_EQ(plain.tokenize("a b", false, false), (std::vector<int32_t>{3, 2, 4}));
+}
+
+// Ids out of range fall back to llama.cpp's defaults or to none; nothing emits a bad id.
+TEST(VocabMetadata, SpecialIdsOutOfRange) {
+    gguf::Metadata metadata = unigram({});
+    metadata.set("tokenizer.ggml.unknown_token_id", uint32_t(77));
+    metadata.set("tokenizer.ggml.eos_token_id", int32_t(-5));
+    Vocab vocab = Vocab::from_metadata(metadata);
+    EXPECT_EQ(vocab.unk(), 2);
+    EXPECT_EQ(vocab.eos(), 1);
+
+    gguf::Metadata bert;
+    bert.set("tokenizer.ggml.model", std::string("bert"));
+    bert.set("tokenizer.ggml.tokens",
+             gguf::Array{std::vector<std::string>{"[PAD]", "\u2581hello", "", "##x"}});
+    vocab = Vocab::from_metadata(bert);
+    // No [UNK], [CLS] or [SEP] at BERT's default ids: an unknown word gives nothing.
+    EXPECT_EQ(vocab.bos(), -1);
+    EXPECT_EQ(vocab.unk(), -1);
+    EXPECT_EQ(vocab.tokenize("hello world", true, true), std::vector<int32_t>{1});
+    EXPECT_EQ(vocab.token_text(2), "[EMPTY_2]");  // as llama.cpp names an empty token
 }
 
 }  // namespace
