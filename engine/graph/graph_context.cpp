@@ -48,6 +48,7 @@ Tensor *GraphContext::build_inp_embd() {
     Tensor *cur = build_forward_select(gf, branches, chosen);
     // The lookup depends only on an input: scheduled first, where its (large) weight is.
     if (chosen != 1) build_forward_order(gf, looked_up);
+    if (hp.f_embedding_scale != 0.0f) cur = scale(ctx0, cur, hp.f_embedding_scale);
     return cur;
 }
 
@@ -112,6 +113,24 @@ Tensor *GraphContext::build_linear(Tensor *weight, Tensor *x, Tensor *bias) {
     return bias != nullptr ? add(ctx0, cur, bias) : cur;
 }
 
+Qkv GraphContext::build_qkv(const LayerWeights &l, Tensor *cur, int64_t il) {
+    const int64_t d_k = hp.n_embd_head_k, d_v = hp.n_embd_head_v;
+    if (l.wqkv != nullptr) {
+        Tensor *qkv = name(build_linear(l.wqkv, cur, l.bqkv), "wqkv", il);
+        const size_t elt = qkv->nb[0];
+        const size_t k_offset = size_t(d_k * hp.n_head) * elt;
+        const size_t v_offset = k_offset + size_t(hp.n_embd_k_gqa()) * elt;
+        return {.q = view_3d(ctx0, qkv, d_k, hp.n_head, n_tokens, size_t(d_k) * elt, qkv->nb[1], 0),
+                .k = view_3d(ctx0, qkv, d_k, hp.n_head_kv, n_tokens, size_t(d_k) * elt, qkv->nb[1],
+                             k_offset),
+                .v = view_3d(ctx0, qkv, d_v, hp.n_head_kv, n_tokens, size_t(d_v) * elt, qkv->nb[1],
+                             v_offset)};
+    }
+    return {.q = reshape(ctx0, build_linear(l.wq, cur, l.bq), {d_k, hp.n_head, n_tokens}),
+            .k = reshape(ctx0, build_linear(l.wk, cur, l.bk), {d_k, hp.n_head_kv, n_tokens}),
+            .v = reshape(ctx0, build_linear(l.wv, cur, l.bv), {d_v, hp.n_head_kv, n_tokens})};
+}
+
 Tensor *GraphContext::build_activation(Tensor *gate, Tensor *up, Activation act) {
     if (gate == nullptr) {
         switch (act) {
@@ -139,6 +158,11 @@ Tensor *GraphContext::build_ffn(Tensor *cur, const FfnWeights &ffn, int64_t il) 
     Tensor *gate = ffn.gate == nullptr
                        ? nullptr
                        : name(build_linear(ffn.gate, cur, ffn.gate_b), "ffn_gate", il);
+    if (ffn.up_holds_gate) {  // [2 n_ff, n_tokens]: the gate's half, then the up half
+        const int64_t n_ff = up->ne[0] / 2;
+        gate = view_2d(ctx0, up, n_ff, up->ne[1], up->nb[1], 0);
+        up = view_2d(ctx0, up, n_ff, up->ne[1], up->nb[1], size_t(n_ff) * up->nb[0]);
+    }
     Tensor *act = name(build_activation(gate, up, ffn.act), "ffn_act", il);
     return name(build_linear(ffn.down, act, ffn.down_b), "ffn_out", il);
 }

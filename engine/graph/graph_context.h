@@ -18,11 +18,19 @@ enum class NormType { rms, layer };
 enum class Activation { silu, gelu, relu };
 
 // A feed-forward block: down(act(gate(x)) * up(x)) when gate is given, else down(act(up(x))).
+// With up_holds_gate, up [n_embd, 2 n_ff] is both: the gate's rows first, then the up ones
+// (Phi-3's merged ffn_up).
 struct FfnWeights {
     Tensor *up = nullptr, *up_b = nullptr;
     Tensor *gate = nullptr, *gate_b = nullptr;
     Tensor *down = nullptr, *down_b = nullptr;
     Activation act = Activation::silu;
+    bool up_holds_gate = false;
+};
+
+// A layer's Q, K and V, [head_dim, n_head or n_head_kv, n_tokens] each.
+struct Qkv {
+    Tensor *q, *k, *v;
 };
 
 // How a router's logits become expert probabilities.
@@ -86,6 +94,9 @@ class GraphContext {
     Tensor *build_norm(Tensor *cur, Tensor *weight, Tensor *bias, NormType type, int64_t il);
     // w · x (+ b)
     Tensor *build_linear(Tensor *weight, Tensor *x, Tensor *bias = nullptr);
+    // Q, K and V of cur [n_embd, n_tokens]: views of one product where the layer has a fused
+    // attn_qkv (+ bias), else its attn_q, attn_k and attn_v (+ each bias it has).
+    Qkv build_qkv(const LayerWeights &l, Tensor *cur, int64_t il);
     Tensor *build_ffn(Tensor *cur, const FfnWeights &ffn, int64_t il);
     // Routes each token of cur [n_embd, n_tokens] to its k best experts and sums their outputs,
     // weighted as the options say: [n_embd, n_tokens] (engine/graph/moe.cpp).

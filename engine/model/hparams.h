@@ -45,7 +45,13 @@ struct HParams {
     // Architectures that store them set them (ArchDescriptor::read_hparams).
     float yarn_log_mul = 0.0f;
     float yarn_mscale = 1.0f;
-    float f_logit_scale = 0.0f;  // <arch>.logit_scale (0: none)
+
+    float f_logit_scale = 0.0f;  // logits multiplied by it (0: none): <arch>.logit_scale
+    // Granite's multipliers (0: none): the input embeddings, each block's output before its
+    // residual add, and the attention scores in place of 1/sqrt(head_dim).
+    float f_embedding_scale = 0.0f;
+    float f_residual_scale = 0.0f;
+    float f_attention_scale = 0.0f;
 
     // Multi-head latent attention (DeepSeek 2/3): Q and KV through low-rank projections. With
     // key_length_mla / value_length_mla (the "absorbed" layout) the cache holds one latent KV

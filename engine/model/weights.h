@@ -13,7 +13,9 @@ struct LayerWeights {
     Tensor *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr;  // attn_q/k/v/output
     Tensor *wqkv = nullptr;                                             // attn_qkv (fused)
     Tensor *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr, *bqkv = nullptr;
-    Tensor *attn_q_norm = nullptr, *attn_k_norm = nullptr;  // per-head RMS norms (Qwen3)
+    // Q and K norms: per head (Qwen3), or over the whole projection (OLMo 2)
+    Tensor *attn_q_norm = nullptr, *attn_k_norm = nullptr;
+    Tensor *attn_post_norm = nullptr;  // post_attention_norm: the attention's output normed
     // Latent attention (DeepSeek 2/3): Q through attn_q_a → attn_q_a_norm → attn_q_b; K and V
     // from the latent attn_kv_a_mqa → attn_kv_a_norm, expanded by attn_kv_b, or in the absorbed
     // layout by attn_k_b (into Q) and attn_v_b (after attention).
@@ -22,6 +24,7 @@ struct LayerWeights {
     Tensor *wk_b = nullptr, *wv_b = nullptr;
 
     Tensor *ffn_norm = nullptr, *ffn_norm_b = nullptr;
+    Tensor *ffn_post_norm = nullptr;  // post_ffw_norm: the feed-forward's output normed
     Tensor *ffn_gate = nullptr, *ffn_up = nullptr, *ffn_down = nullptr;
     Tensor *ffn_gate_b = nullptr, *ffn_up_b = nullptr, *ffn_down_b = nullptr;
 

@@ -38,25 +38,6 @@ void load_gpt2(WeightLoader &w, const HParams &hp, ModelWeights &m) {
     }
 }
 
-struct Qkv {
-    Tensor *q, *k, *v;
-};
-
-// Q, K and V as views of the fused projection [n_q + n_k + n_v, n_tokens], which holds them
-// one after the other in each token's column: [head_dim, n_heads, n_tokens] each, no copies.
-Qkv split_qkv(GraphContext &g, Tensor *qkv) {
-    const HParams &hp = g.hp;
-    const size_t elt = qkv->nb[0];
-    const size_t k_offset = size_t(hp.n_embd_head_k * hp.n_head) * elt;
-    const size_t v_offset = k_offset + size_t(hp.n_embd_k_gqa()) * elt;
-    return {.q = view_3d(g.ctx0, qkv, hp.n_embd_head_k, hp.n_head, g.n_tokens,
-                         size_t(hp.n_embd_head_k) * elt, qkv->nb[1], 0),
-            .k = view_3d(g.ctx0, qkv, hp.n_embd_head_k, hp.n_head_kv, g.n_tokens,
-                         size_t(hp.n_embd_head_k) * elt, qkv->nb[1], k_offset),
-            .v = view_3d(g.ctx0, qkv, hp.n_embd_head_v, hp.n_head_kv, g.n_tokens,
-                         size_t(hp.n_embd_head_v) * elt, qkv->nb[1], v_offset)};
-}
-
 //   x = embed(tokens) + pos_embd[positions]
 //   per layer: x += attn(layer_norm(x)); x += ffn_gelu(layer_norm(x))
 //   logits = output(layer_norm(x))
@@ -73,7 +54,7 @@ void build_gpt2_graph(GraphContext &g) {
         const LayerWeights &l = g.w.layers[size_t(il)];
         Tensor *cur = g.build_norm(x, l.attn_norm, l.attn_norm_b, NormType::layer, il);
 
-        const Qkv qkv = split_qkv(g, g.name(g.build_linear(l.wqkv, cur, l.bqkv), "wqkv", il));
+        const Qkv qkv = g.build_qkv(l, cur, il);
         cur = g.build_attn(attn, l.wo, l.bo, qkv.q, qkv.k, qkv.v, kq_scale, il);
 
         if (il == hp.n_layer - 1 && out_ids != nullptr) {  // only the rows that give logits

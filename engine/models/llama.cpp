@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "engine/models/attention.h"
 #include "engine/models/experts.h"
 
 namespace loom::engine {
@@ -35,7 +36,7 @@ void load_llama_ffn(WeightLoader &w, const HParams &hp, int64_t il,
 
 void load_llama_weights(WeightLoader &w, const HParams &hp, ModelWeights &m,
                         const LlamaWeightOptions &options) {
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_head_k * hp.n_head;
+    const int64_t n_embd = hp.n_embd;
     m.tok_embd = w.require("token_embd.weight", {n_embd, hp.n_vocab});
     w.read_by_rows(m.tok_embd);
     m.output_norm = w.require("output_norm.weight", {n_embd});
@@ -52,15 +53,7 @@ void load_llama_weights(WeightLoader &w, const HParams &hp, ModelWeights &m,
         LayerWeights &l = m.layers[size_t(il)];
         auto name = [&](const char *n) { return WeightLoader::layer_name(il, n); };
         l.attn_norm = w.require(name("attn_norm.weight"), {n_embd});
-        l.wq = w.require(name("attn_q.weight"), {n_embd, n_q});
-        l.wk = w.require(name("attn_k.weight"), {n_embd, hp.n_embd_k_gqa()});
-        l.wv = w.require(name("attn_v.weight"), {n_embd, hp.n_embd_v_gqa()});
-        l.wo = w.require(name("attn_output.weight"), {hp.n_embd_head_v * hp.n_head, n_embd});
-        auto bias = options.attn_biases ? &WeightLoader::require : &WeightLoader::optional;
-        l.bq = (w.*bias)(name("attn_q.bias"), {n_q});
-        l.bk = (w.*bias)(name("attn_k.bias"), {hp.n_embd_k_gqa()});
-        l.bv = (w.*bias)(name("attn_v.bias"), {hp.n_embd_v_gqa()});
-        l.bo = w.optional(name("attn_output.bias"), {n_embd});
+        load_attn_weights(w, hp, il, l, {.biases = options.attn_biases});
         if (options.qk_norm) {
             l.attn_q_norm = w.require(name("attn_q_norm.weight"), {hp.n_embd_head_k});
             l.attn_k_norm = w.require(name("attn_k_norm.weight"), {hp.n_embd_head_k});
@@ -80,18 +73,18 @@ void build_llama_graph(GraphContext &g, const LlamaGraphOptions &options) {
     Tensor *pos = g.build_inp_pos();
     InputAttnKv *attn = g.build_attn_inp_kv();
     Tensor *out_ids = g.build_inp_out_ids();
-    const float kq_scale = 1.0f / std::sqrt(float(hp.n_embd_head_k));
+    // Granite gives its own score scale, and scales each block's output before its residual add.
+    const float kq_scale = hp.f_attention_scale != 0.0f ? hp.f_attention_scale
+                                                        : 1.0f / std::sqrt(float(hp.n_embd_head_k));
+    auto residual_scaled = [&](Tensor *t) {
+        return hp.f_residual_scale != 0.0f ? scale(g.ctx0, t, hp.f_residual_scale) : t;
+    };
 
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         const LayerWeights &l = g.w.layers[size_t(il)];
         Tensor *cur = g.build_norm(x, l.attn_norm, nullptr, NormType::rms, il);
 
-        Tensor *q = g.build_linear(l.wq, cur, l.bq);
-        Tensor *k = g.build_linear(l.wk, cur, l.bk);
-        Tensor *v = g.build_linear(l.wv, cur, l.bv);
-        q = reshape(g.ctx0, q, {hp.n_embd_head_k, hp.n_head, g.n_tokens});
-        k = reshape(g.ctx0, k, {hp.n_embd_head_k, hp.n_head_kv, g.n_tokens});
-        v = reshape(g.ctx0, v, {hp.n_embd_head_v, hp.n_head_kv, g.n_tokens});
+        auto [q, k, v] = g.build_qkv(l, cur, il);
         if (l.attn_q_norm != nullptr)
             q = g.build_norm(q, l.attn_q_norm, nullptr, NormType::rms, il);
         if (l.attn_k_norm != nullptr)
@@ -104,13 +97,13 @@ void build_llama_graph(GraphContext &g, const LlamaGraphOptions &options) {
             cur = get_rows(g.ctx0, cur, out_ids);
             x = get_rows(g.ctx0, x, out_ids);
         }
-        Tensor *ffn_in = g.name(add(g.ctx0, cur, x), "ffn_inp", il);
+        Tensor *ffn_in = g.name(add(g.ctx0, residual_scaled(cur), x), "ffn_inp", il);
         cur = g.build_norm(ffn_in, l.ffn_norm, nullptr, NormType::rms, il);
         cur = build_layer_ffn(
             g, l, cur,
             {.norm_weights = options.moe_norm_weights, .weights_scale = hp.expert_weights_scale},
             il);
-        x = g.name(add(g.ctx0, cur, ffn_in), "l_out", il);
+        x = g.name(add(g.ctx0, residual_scaled(cur), ffn_in), "l_out", il);
     }
     g.build_logits(g.build_norm(x, g.w.output_norm, nullptr, NormType::rms, -1));
 }

@@ -102,5 +102,15 @@ TEST(BatchInvariance, F16ModelF16CacheFlashAttention) {
     expect_invariant("llama-q-f16", true, DType::F16);
 }
 
+// The newer architectures: fused Q/K/V (phi3), parallel blocks (command-r), post-norms (olmo2),
+// multipliers (granite), YaRN.
+TEST(BatchInvariance, NewerArchitectures) {
+    for (const char *fixture : {"granite", "command-r", "olmo2", "phi3", "qwen2-yarn"}) {
+        SCOPED_TRACE(fixture);
+        expect_invariant(fixture, false);
+        expect_invariant(fixture, true, DType::F16);
+    }
+}
+
 }  // namespace
 }  // namespace loom::engine

@@ -160,6 +160,10 @@ const Case kCases[] = {
     {"deepseek2-kvb", 1e-6},
     {"qwen2-yarn", 1e-6},      // YaRN, positions past the original context
     {"deepseek2-yarn", 1e-6},  // YaRN with mscale_all_dim: DeepSeek's scores scaled by mscale^2
+    {"granite", 1e-6},
+    {"command-r", 1e-6},
+    {"olmo2", 1e-6},
+    {"phi3", 1e-6},
     {"llama-2-tiny-random", 1e-12},  // F16 weights
     {"llama-q-q4_0", 1e-12, 1e-3, kQuantizedDecodeGap},
     {"llama-q-q4_1", 1e-12, 1e-3, kQuantizedDecodeGap},
