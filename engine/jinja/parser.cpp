@@ -692,7 +692,8 @@ class Parser {
     }
 
     ExprPtr parse_call(ExprPtr node) {
-        auto e = make_expr(ExprKind::call, current().at);
+        // The call's place is where its callee starts: `raise_exception(...)` fails there.
+        auto e = make_expr(ExprKind::call, node->at);
         e->args = parse_args();
         e->object = std::move(node);
         return e;
