@@ -54,16 +54,17 @@ test-asan-ci: setup
 
 # libFuzzer (clang, ASan, UBSan) on each target for FUZZ_SECONDS: the GGUF reader (seeds: the
 # files in ../shared/models, small files from the writer, tests/gguf/corpus), the tokenizers, the
-# server's request parser, the chat templates and model loading from a lying GGUF (seeds:
-# tests/fuzz/corpus/<target>). What a
-# fuzzer learns stays in build/fuzz/corpus/<target>; crashes go to build/fuzz/crashes (worth
+# server's request parser, the chat templates, the Jinja engine and model loading from a lying
+# GGUF (seeds: tests/fuzz/corpus/<target>; a target's fuzz/<target>.dict when there is one). What
+# a fuzzer learns stays in build/fuzz/corpus/<target>; crashes go to build/fuzz/crashes (worth
 # keeping: tests/gguf/corpus or tests/fuzz/corpus/<target>, replayed by make test).
-FUZZ_TEXT_TARGETS := tokenizer request chat_template model_load
+FUZZ_TEXT_TARGETS := tokenizer request chat_template model_load jinja
 fuzz: fuzz-gguf
 	for target in $(FUZZ_TEXT_TARGETS); do \
 		mkdir -p $(BUILD_FUZZ)/corpus/$$target && \
 		LOOM_ROOT=$(CURDIR) ./$(BUILD_FUZZ)/$${target}_fuzz $(BUILD_FUZZ)/corpus/$$target \
 			tests/fuzz/corpus/$$target -max_len=$(FUZZ_MAX_LEN) -max_total_time=$(FUZZ_SECONDS) \
+			$$([ -f fuzz/$$target.dict ] && echo -dict=fuzz/$$target.dict) \
 			-print_final_stats=1 -artifact_prefix=$(BUILD_FUZZ)/crashes/$$target- || exit 1; \
 	done
 
@@ -82,6 +83,7 @@ fuzz-long:
 		mkdir -p $(BUILD_FUZZ)/corpus/$$target && \
 		LOOM_ROOT=$(CURDIR) ./$(BUILD_FUZZ_FAST)/$${target}_fuzz $(BUILD_FUZZ)/corpus/$$target \
 			tests/fuzz/corpus/$$target -max_len=$(FUZZ_MAX_LEN) -max_total_time=$(FUZZ_SECONDS) \
+			$$([ -f fuzz/$$target.dict ] && echo -dict=fuzz/$$target.dict) \
 			-print_final_stats=1 -artifact_prefix=$(BUILD_FUZZ)/crashes/$$target- || exit 1; \
 		LOOM_ROOT=$(CURDIR) ./$(BUILD_FUZZ)/$${target}_fuzz -runs=0 -max_len=$(FUZZ_MAX_LEN) \
 			$(BUILD_FUZZ)/corpus/$$target || exit 1; \

@@ -6,6 +6,9 @@
 #include <string_view>
 
 #include "engine/chat/chat_template.h"
+#include "engine/chat/jinja_chat.h"
+#include "engine/jinja/builtins.h"
+#include "engine/jinja/template.h"
 #include "loom/error.h"
 #include "loom/gguf.h"
 #include "tools/loom/serve/request.h"
@@ -94,6 +97,49 @@ void chat_template_one_input(const uint8_t *data, size_t size) {
     }
     try {
         engine::render_chat(family, messages, add_generation_prompt);
+    } catch (const Error &) {
+    }
+}
+
+void jinja_one_input(const uint8_t *data, size_t size) {
+    static const engine::jinja::Value kMessages = engine::chat_messages_from_json(R"([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather in Paris? {{ not_a_variable }}"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18C"},
+        {"role": "assistant", "content": [{"type": "text", "text": "18C, sunny."}]}])");
+    static const engine::jinja::Value kTools = engine::chat_tools_from_json(R"([
+        {"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+         "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                        "required": ["city"]}}}])");
+    const std::string_view bytes(reinterpret_cast<const char *>(data), size);
+    const size_t split = std::min(bytes.find('\0'), bytes.size());
+    engine::ChatRender chat;
+    chat.messages = kMessages;
+    chat.tools = kTools;
+    chat.add_generation_prompt = (size & 1) != 0;
+    if (split < bytes.size()) {
+        try {
+            chat.messages = engine::chat_messages_from_json(bytes.substr(split + 1));
+        } catch (const Error &) {  // not messages: the fixed conversation
+        }
+    }
+    // A few thousand steps of work at most: hostile loops fail fast instead of slowing the run.
+    engine::jinja::RenderLimits limits;
+    limits.max_output_bytes = 1 << 20;
+    limits.max_loop_iterations = 20000;
+    limits.max_steps = 200000;
+    try {
+        const engine::jinja::Template jinja(bytes.substr(0, split));
+        jinja.render({{"messages", chat.messages},
+                      {"tools", chat.tools},
+                      {"add_generation_prompt", engine::jinja::Value(chat.add_generation_prompt)},
+                      {"bos_token", engine::jinja::Value("<s>")},
+                      {"eos_token", engine::jinja::Value("</s>")},
+                      {"raise_exception", engine::jinja::raise_exception_function()},
+                      {"strftime_now", engine::jinja::strftime_now_function(std::tm{})}},
+                     limits);
     } catch (const Error &) {
     }
 }

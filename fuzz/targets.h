@@ -43,4 +43,9 @@ void model_load_one_input(const BaseModel &base, const uint8_t *data, size_t siz
 // family.
 void chat_template_one_input(const uint8_t *data, size_t size);
 
+// The bytes up to the first 0 as a Jinja template, parsed and rendered on the messages that
+// follow it (a JSON array; a fixed conversation with a tool call when they do not parse), with
+// tools, under tight render limits so that each input stays cheap.
+void jinja_one_input(const uint8_t *data, size_t size);
+
 }  // namespace loom::fuzz

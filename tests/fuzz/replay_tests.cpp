@@ -42,6 +42,12 @@ TEST(FuzzCorpus, ChatTemplate) {
     for (const auto &input : inputs) chat_template_one_input(input.data(), input.size());
 }
 
+TEST(FuzzCorpus, Jinja) {
+    const auto inputs = corpus("jinja");
+    ASSERT_FALSE(inputs.empty());
+    for (const auto &input : inputs) jinja_one_input(input.data(), input.size());
+}
+
 TEST(FuzzCorpus, ModelLoad) {
     const auto base = load_base_model(LOOM_SOURCE_DIR);
     const auto inputs = corpus("model_load");
