@@ -239,9 +239,10 @@ struct PreTokenizer::Step {
             }
             const size_t start = i;
             while (i < piece.end && unicode::category(cpts[i]) == unicode::kNumber) ++i;
-            // The first group takes the remainder, so the others are whole thousands.
+            // The first group takes the remainder, so the others are whole thousands; the text
+            // before the run stays with the first group, as in llama.cpp.
             size_t group_end = start + (i - start) % 3;
-            cut(group_end);
+            if (group_end > start) cut(group_end);
             for (; group_end < i; group_end += 3) cut(group_end + 3);
         }
         cut(piece.end);

@@ -142,9 +142,11 @@ TEST(PreTokenizers, EmptyMatchesCut) {
 }
 
 // Digits in thousands from the right, by llama.cpp's hand-written code (Tiny Aya's regex runs as
-// the same code there).
+// the same code there), which leaves the text before a run with its first group: "ab  123" is
+// one piece there, so its two spaces are two words, not one run of spaces at a piece's end.
 TEST(PreTokenizers, DigitGroups) {
     EXPECT_EQ(words("afmoe", "ab1234"), (Words{"ab", "1", "234"}));
+    EXPECT_EQ(words("afmoe", "ab  123"), (Words{"ab", " ", " ", "123"}));
     EXPECT_EQ(words("tiny_aya", "x 12345678"), (Words{"x", " ", "12", "345", "678"}));
 }
 
