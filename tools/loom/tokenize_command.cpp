@@ -42,7 +42,8 @@ void add_tokenize_command(CLI::App &app, int &exit_code) {
     auto options = std::make_shared<TokenizeOptions>();
     command->add_option("-m,--model", options->model, "the GGUF model file")->required();
     command->add_option("-p,--prompt", options->prompt, "the text")->required();
-    command->add_flag("--no-bos", options->no_bos, "do not add BOS (nor EOS)");
+    command->add_flag("--no-bos", options->no_bos,
+                      "add no special tokens: no BOS, EOS, nor BERT's [CLS] ... [SEP]");
     command->add_flag("--ids", options->ids_only, "print only the ids, as a list");
     command->add_flag("--parse-special", options->parse_special,
                       "text such as <s> becomes the control token");
