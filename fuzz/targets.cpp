@@ -59,8 +59,12 @@ void request_one_input(const uint8_t *data, size_t size) {
         try {
             const serve::CompletionRequest r =
                 serve::parse_completion_request(serve::parse_json_body(body), chat);
-            if (chat) engine::render_chat(engine::ChatFamily::chatml, r.messages, true);
+            if (chat) {
+                engine::render_chat(engine::ChatFamily::chatml, r.messages, true);
+                serve::chat_inputs(body);
+            }
         } catch (const serve::RequestError &) {
+        } catch (const Error &) {  // chat_inputs: values past the engine's bounds
         }
     }
 }
@@ -68,7 +72,7 @@ void request_one_input(const uint8_t *data, size_t size) {
 void chat_template_one_input(const uint8_t *data, size_t size) {
     if (size == 0) return;
     // The first byte picks the family (one render per input keeps executions cheap, and the
-    // fuzzer reaches every family through that byte); the rest is the template and messages.
+    // fuzzer reaches every family through that byte); the rest is the messages.
     static const std::vector<engine::ChatFamily> families = [] {
         std::vector<engine::ChatFamily> out;
         const std::string names = engine::chat_family_names();  // "chatml, llama2, ..."
@@ -85,7 +89,6 @@ void chat_template_one_input(const uint8_t *data, size_t size) {
     const engine::ChatFamily family = families[data[0] % families.size()];
     const bool add_generation_prompt = (data[0] & 0x80) != 0;
     const std::string_view bytes(reinterpret_cast<const char *>(data + 1), size - 1);
-    engine::detect_chat_family(bytes);
     std::vector<engine::ChatMessage> messages;
     static constexpr std::string_view kRoles[] = {"system", "user", "assistant", "tool", ""};
     size_t start = 0, i = 0;

@@ -38,9 +38,8 @@ std::shared_ptr<BaseModel> load_base_model(const std::string &root);
 // written as a well-formed GGUF; then loaded, a context made, a prompt tokenized and decoded.
 void model_load_one_input(const BaseModel &base, const uint8_t *data, size_t size);
 
-// The first byte picks a chat family and whether to add the generation prompt; the rest is a
-// Jinja template to recognise, and cut at 0 bytes into messages with any roles, rendered by that
-// family.
+// The first byte picks a built-in chat family and whether to add the generation prompt; the rest
+// is cut at 0 bytes into messages with any roles, rendered by that family.
 void chat_template_one_input(const uint8_t *data, size_t size);
 
 // The bytes up to the first 0 as a Jinja template, parsed and rendered on the messages that

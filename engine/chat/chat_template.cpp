@@ -1,9 +1,6 @@
-// Chat template detection and rendering. The formats and the marks that identify them are those
-// of llama.cpp's built-in templates (src/llama-chat.cpp), checked in the same order so that a
-// template is given the family llama.cpp gives it.
+// The built-in chat formats, rendered by hand. The formats are those of llama.cpp's built-in
+// templates (src/llama-chat.cpp).
 #include "engine/chat/chat_template.h"
-
-#include <fmt/format.h>
 
 #include <array>
 
@@ -18,10 +15,6 @@ std::string_view trim(std::string_view s) {
     const size_t begin = s.find_first_not_of(kSpace);
     if (begin == std::string_view::npos) return {};
     return s.substr(begin, s.find_last_not_of(kSpace) - begin + 1);
-}
-
-bool contains(std::string_view text, std::string_view mark) {
-    return text.find(mark) != std::string_view::npos;
 }
 
 using Messages = std::span<const ChatMessage>;
@@ -171,46 +164,6 @@ const FamilyInfo &info(ChatFamily family) {
     return entry;
 }
 
-// The templates with [INST]: Mistral's official ones by their system prompt / tool marks, the
-// rest Llama 2 variants by how they treat the system message, BOS and whitespace.
-ChatFamily detect_inst_family(std::string_view jinja) {
-    if (contains(jinja, "[SYSTEM_PROMPT]")) return ChatFamily::mistral_v7;
-    if (contains(jinja, "' [INST] ' + system_message") || contains(jinja, "[AVAILABLE_TOOLS]")) {
-        if (contains(jinja, " [INST]")) return ChatFamily::mistral_v1;
-        if (contains(jinja, "\"[INST]\"")) return ChatFamily::mistral_v3_tekken;
-        return ChatFamily::mistral_v3;
-    }
-    if (contains(jinja, "content.strip()")) return ChatFamily::llama2_sys_strip;
-    if (contains(jinja, "bos_token + '[INST]")) return ChatFamily::llama2_sys_bos;
-    if (contains(jinja, "<<SYS>>")) return ChatFamily::llama2_sys;
-    return ChatFamily::llama2;
-}
-
-// A template containing every non-empty mark is of `family`; std::nullopt marks the families
-// Loom does not render, which must still be matched here so that a later, looser rule does not
-// take them (a GLM template also has "<|user|>" and "<|endoftext|>", Zephyr's marks).
-struct DetectionRule {
-    std::array<std::string_view, 2> marks;
-    std::optional<ChatFamily> family;
-};
-
-// After the ChatML and [INST] checks, in llama.cpp's order.
-constexpr std::array kDetectionRules = {
-    DetectionRule{{"<|assistant|>", "<|end|>"}, ChatFamily::phi3},
-    DetectionRule{{"[gMASK]<sop>", ""}, std::nullopt},           // ChatGLM 4
-    DetectionRule{{"<|assistant|>", "<|user|>"}, std::nullopt},  // Falcon 3, GLM-Edge
-    DetectionRule{{"<|{{ item['role'] }}|>", "<|begin_of_image|>"}, std::nullopt},  // GLM-Edge
-    DetectionRule{{"<|user|>", "<|endoftext|>"}, ChatFamily::zephyr},
-    DetectionRule{{"bos_token + message['role']", ""}, std::nullopt},  // Monarch
-    DetectionRule{{"<start_of_turn>", ""}, ChatFamily::gemma},
-    DetectionRule{{"'\\n\\nAssistant: ' + eos_token", ""}, std::nullopt},        // Orion
-    DetectionRule{{"GPT4 Correct ", ""}, std::nullopt},                          // OpenChat
-    DetectionRule{{"USER: ", "ASSISTANT: "}, std::nullopt},                      // Vicuna
-    DetectionRule{{"### Instruction:", "<|EOT|>"}, std::nullopt},                // DeepSeek Coder
-    DetectionRule{{"<|START_OF_TURN_TOKEN|>", "<|USER_TOKEN|>"}, std::nullopt},  // Command R
-    DetectionRule{{"<|start_header_id|>", "<|end_header_id|>"}, ChatFamily::llama3},
-};
-
 }  // namespace
 
 std::optional<ChatFamily> chat_family_from_name(std::string_view name) {
@@ -233,48 +186,9 @@ std::string chat_family_names() {
     return names;
 }
 
-std::optional<ChatFamily> detect_chat_family(std::string_view jinja) {
-    if (const auto named = chat_family_from_name(jinja)) return named;
-    if (contains(jinja, "<|im_start|>")) {
-        // Phi-4 (<|im_sep|>) and SmolVLM (<end_of_utterance>) use ChatML's tokens differently.
-        if (contains(jinja, "<|im_sep|>") || contains(jinja, "<end_of_utterance>")) {
-            return std::nullopt;
-        }
-        return ChatFamily::chatml;
-    }
-    if (jinja.starts_with("mistral") || contains(jinja, "[INST]")) {
-        return detect_inst_family(jinja);
-    }
-    for (const DetectionRule &rule : kDetectionRules) {
-        if (contains(jinja, rule.marks[0]) && contains(jinja, rule.marks[1])) return rule.family;
-    }
-    return std::nullopt;
-}
-
 std::string render_chat(ChatFamily family, std::span<const ChatMessage> messages,
                         bool add_generation_prompt) {
     return info(family).render(family, messages, add_generation_prompt);
-}
-
-ChatFamilyChoice choose_chat_family(const gguf::Metadata &metadata,
-                                    std::string_view override_name) {
-    const std::string names = chat_family_names();
-    if (!override_name.empty()) {
-        if (const auto family = chat_family_from_name(override_name)) return {family, {}};
-        return {std::nullopt, fmt::format("unknown --chat-template '{}'; the names are: {}",
-                                          override_name, names)};
-    }
-    const auto jinja = metadata.get_optional<std::string>("tokenizer.chat_template");
-    if (!jinja) {
-        return {std::nullopt,
-                fmt::format("the model has no chat template (tokenizer.chat_template); "
-                            "pass --chat-template NAME, one of: {}",
-                            names)};
-    }
-    if (const auto family = detect_chat_family(*jinja)) return {family, {}};
-    return {std::nullopt, fmt::format("the model's chat template is not one Loom recognises; pass "
-                                      "--chat-template NAME, one of: {}",
-                                      names)};
 }
 
 }  // namespace loom::engine

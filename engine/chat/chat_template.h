@@ -1,8 +1,7 @@
 #pragma once
-// Chat templates: the prompt formats of the common instruction-tuned model families, recognised
-// from a GGUF's tokenizer.chat_template (a Jinja program, which Loom does not run) by the
-// distinctive strings it contains, as llama.cpp's llm_chat_detect_template does, and rendered
-// by hand-written code for each family.
+// Built-in chat formats: the prompt formats of the common instruction-tuned model families,
+// rendered by hand-written code for each, for --chat-template NAME (llama.cpp's names). By
+// default the commands run the model's own Jinja template instead (chat_formatter.h).
 //
 // BOS: the rendered text never starts with the BOS token's text ("<s>", "<|begin_of_text|>",
 // "<bos>"), although the Jinja templates of Llama 2/3, Mistral and Gemma print it. Tokenize the
@@ -12,8 +11,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-
-#include "loom/gguf.h"
 
 namespace loom::engine {
 
@@ -46,24 +43,11 @@ std::string_view chat_family_name(ChatFamily family);
 // Every name chat_family_from_name accepts, comma-separated, for messages.
 std::string chat_family_names();
 
-// The family of a Jinja chat template (or of a bare family name), std::nullopt when none of the
-// supported families' marks is found.
-std::optional<ChatFamily> detect_chat_family(std::string_view jinja);
-
 // The prompt text of `messages`, followed when `add_generation_prompt` by the header that opens
 // the assistant's answer (the [INST] families have no such header: the prompt already ends in
 // [/INST]). Families without a system role (gemma, llama2) fold system messages into the next
 // user message.
 std::string render_chat(ChatFamily family, std::span<const ChatMessage> messages,
                         bool add_generation_prompt);
-
-// The family a command uses: `override_name` (--chat-template) when not empty, else the one of
-// the GGUF's tokenizer.chat_template. Without one, `problem` says why (unknown name, no
-// template, unrecognised template) and how to pass one, listing the names.
-struct ChatFamilyChoice {
-    std::optional<ChatFamily> family;
-    std::string problem;
-};
-ChatFamilyChoice choose_chat_family(const gguf::Metadata &metadata, std::string_view override_name);
 
 }  // namespace loom::engine

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # loom serve end to end: tests/serve/openai_test.mjs against a server on stories260K with 4 slots
-# of 512 cells, the same answers bit for bit from 1 and 4 slots, a full queue, --api-key, and
-# SIGINT stopping the server with exit code 0.
+# of 512 cells, the same answers bit for bit from 1 and 4 slots, a full queue, --api-key, chat
+# with the chatml fallback and with a model's own Jinja template (tools, tool calls, a template
+# that raises), and SIGINT stopping the server with exit code 0.
 # Usage: check_server.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -100,8 +101,49 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sesame' 
 [ "$code" = 200 ] || fail "right key: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$url/health")
 [ "$code" = 200 ] || fail "health without a key: $code"
+# stories260K has no chat template: chat is chatml, with a warning at start-up.
 code=$(curl -s -o "$tmp/body" -w '%{http_code}' -H 'Authorization: Bearer sesame' \
-    -d '{"messages": [{"role": "user", "content": "hi"}]}' "$url/v1/chat/completions")
-[ "$code" = 400 ] && grep -q 'no chat template' "$tmp/body" || fail "chat without template: $code"
+    -d '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}' \
+    "$url/v1/chat/completions")
+[ "$code" = 200 ] || fail "chat without a template: $code $(cat "$tmp/body")"
+grep -q "the model has no chat template (tokenizer.chat_template); using chatml" \
+    "$tmp/server.log" || fail "no-template warning: $(cat "$tmp/server.log")"
+stop_server
+
+# A model with a Jinja template of its own: tools and tool calls (arguments as a JSON string)
+# reach it, and a template that raises is a 400 with its message.
+cat >"$tmp/tools.jinja" <<'JINJA'
+{%- for m in messages %}
+{%- if m.content == 'raise' %}{{ raise_exception('the template refuses: ' ~ m.role) }}{% endif %}
+{{- m.role }}: {{ m.content }}
+{%- for c in m.tool_calls or [] %} -> {{ c.function.name }}({{ c.function.arguments|tojson }}){% endfor %}
+{% endfor %}
+{%- if tools %}{{ tools|tojson }}
+{% endif %}assistant:
+JINJA
+python3 "$root/tests/tools/gguf_with_template.py" "$model" "$tmp/jinja.gguf" "$tmp/tools.jinja"
+model="$tmp/jinja.gguf" start_server --parallel 1 --ctx-size 1024
+grep -q "chat template: the model's Jinja template" "$tmp/server.log" ||
+    fail "template banner: $(cat "$tmp/server.log")"
+chat_usage() {  # chat_usage BODY: the prompt's token count; fails unless 200
+    code=$(curl -s -o "$tmp/body" -w '%{http_code}' -d "$1" "$url/v1/chat/completions")
+    [ "$code" = 200 ] || fail "chat $code: $(cat "$tmp/body")"
+    node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).usage.prompt_tokens)' \
+        "$tmp/body"
+}
+messages='[{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": null,
+  "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather",
+  "arguments": "{\"city\": \"Paris\"}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "18C"}]'
+tools='[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]'
+plain=$(chat_usage "{\"messages\": $messages, \"max_tokens\": 1}")
+with_tools=$(chat_usage "{\"messages\": $messages, \"tools\": $tools, \"max_tokens\": 1}")
+[ "$with_tools" -gt "$plain" ] || fail "tools did not reach the template: $plain vs $with_tools"
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' \
+    -d '{"messages": [{"role": "user", "content": "raise"}]}' "$url/v1/chat/completions")
+[ "$code" = 400 ] && grep -q 'the template refuses: user' "$tmp/body" ||
+    fail "a raising template: $code $(cat "$tmp/body")"
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' -d '{"messages": [{"role": "user", "content": "x"}],
+    "tools": {"not": "a list"}}' "$url/v1/chat/completions")
+[ "$code" = 400 ] && grep -q "'tools' must be an array" "$tmp/body" || fail "bad tools: $code"
 stop_server
 echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key and SIGINT as expected"

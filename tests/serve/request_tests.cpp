@@ -55,6 +55,41 @@ TEST(CompletionRequest, ReadsChatMessages) {
     EXPECT_EQ(r.stop, (std::vector<std::string>{"x"}));
 }
 
+TEST(CompletionRequest, ToolCallsAndTools) {
+    const std::string body = R"({
+        "messages": [{"role": "developer", "content": "Use tools."},
+                     {"role": "user", "content": "Weather?"},
+                     {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                      "function": {"name": "w", "arguments": "{\"z\": 1, \"a\": 2}"}}]},
+                     {"role": "tool", "tool_call_id": "c1", "content": "18C"}],
+        "tools": [{"type": "function", "function": {"name": "w",
+                   "parameters": {"type": "object", "properties": {"z": {}, "a": {}}}}}]})";
+    const auto r = parse_completion_request(json::parse(body), true);
+    ASSERT_EQ(r.messages.size(), 4u);
+    EXPECT_EQ(r.messages[0].role, "system");
+    EXPECT_EQ(r.messages[2].content, "");  // tool calls without content
+    EXPECT_EQ(r.messages[3].role, "tool");
+    // The template's view: the body's key order, arguments parsed, developer as system.
+    const engine::ChatRender chat = chat_inputs(body);
+    engine::jinja::Budget budget(10000);
+    EXPECT_EQ(engine::jinja::to_str(chat.messages.items()[0], budget),
+              "{'role': 'system', 'content': 'Use tools.'}");
+    EXPECT_EQ(engine::jinja::to_str(chat.messages.items()[2].dict().find("tool_calls")->items()[0],
+                                    budget),
+              "{'id': 'c1', 'type': 'function', 'function': {'name': 'w', 'arguments': {'z': 1, "
+              "'a': 2}}}");
+    EXPECT_EQ(engine::jinja::to_str(chat.tools, budget),
+              "[{'type': 'function', 'function': {'name': 'w', 'parameters': {'type': 'object', "
+              "'properties': {'z': {}, 'a': {}}}}}]");
+    EXPECT_TRUE(chat_inputs(R"({"messages": [{"role": "user", "content": "x"}]})").tools.is_none());
+    EXPECT_EQ(error_of(json::parse(R"({"messages": [{"role": "user", "content": "x"}],
+                                       "tools": {}})"),
+                       true),
+              std::make_pair(400, std::string("tools")));
+    EXPECT_EQ(error_of(json::parse(R"({"messages": [{"role": "user", "tool_calls": []}]})"), true),
+              std::make_pair(400, std::string("messages[0].tool_calls")));
+}
+
 TEST(CompletionRequest, NamesTheFieldAtFault) {
     const std::pair<int, std::string> none{0, ""};
     EXPECT_EQ(error_of(json::array()), std::make_pair(400, std::string()));

@@ -1,7 +1,9 @@
-// `loom chat -m MODEL [--chat-template NAME] [--system-prompt TEXT] [-n N] [sampling options]`:
-// a conversation in the terminal. Each line read from stdin is a user message; the answer is
-// streamed to stdout. The prompt is the whole conversation rendered with the model's chat
-// template (engine/chat), and only the tokens past what the KV cache already holds are decoded.
+// `loom chat -m MODEL [--chat-template NAME | --chat-template-file T.jinja] [--system-prompt TEXT]
+// [-n N] [sampling options]`: a conversation in the terminal. Each line read from stdin is a user
+// message; the answer is streamed to stdout. The prompt is the whole conversation rendered with
+// the model's own Jinja chat template (engine/chat/chat_formatter.h: or a built-in format, or
+// chatml when the model has none), and only the tokens past what the KV cache already holds are
+// decoded.
 // Ctrl-C stops the current answer, Ctrl-D (end of input) quits, /reset clears the conversation.
 #include <fmt/format.h>
 #include <unistd.h>
@@ -15,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat/chat_template.h"
+#include "engine/chat/chat_formatter.h"
 #include "engine/chat/prompt_cache.h"
 #include "engine/context/context.h"
 #include "engine/model/model.h"
@@ -31,7 +33,7 @@ namespace {
 
 struct ChatOptions {
     ModelOptions model;
-    std::string chat_template;  // a family name; empty: detect from the GGUF
+    engine::ChatFormatChoice chat_format;  // both empty: the model's own template
     std::string system_prompt;
     int32_t n_predict = -1;       // per answer; < 0: until end of generation or a full context
     int64_t ctx_size = 4096;      // 0: the model's training context
@@ -54,14 +56,6 @@ void on_interrupt(int) {
     }
 }
 
-// The family from --chat-template, else from the GGUF's tokenizer.chat_template.
-engine::ChatFamily chat_family(const ChatOptions &options, const gguf::Metadata &metadata) {
-    const engine::ChatFamilyChoice choice =
-        engine::choose_chat_family(metadata, options.chat_template);
-    if (!choice.family) fail("chat", "{}", choice.problem);
-    return *choice.family;
-}
-
 void print_piece(const std::string &piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
@@ -69,11 +63,11 @@ void print_piece(const std::string &piece) {
 
 class ChatSession {
   public:
-    ChatSession(const ChatOptions &options, const engine::Model &model, engine::ChatFamily family,
-                engine::Context &ctx)
+    ChatSession(const ChatOptions &options, const engine::Model &model,
+                const engine::ChatFormatter &formatter, engine::Context &ctx)
         : options_(options),
           vocab_(model.vocab()),
-          family_(family),
+          formatter_(formatter),
           ctx_(ctx),
           cache_(ctx),
           sampler_(options.sampling) {
@@ -92,10 +86,18 @@ class ChatSession {
     // Answers one user message, streaming the answer to stdout.
     void answer(const std::string &user_message) {
         messages_.push_back({"user", user_message});
-        // BOS per the vocabulary (the rendered text never holds it); "<|im_start|>"-like text is
-        // the special token.
-        const std::vector<int32_t> prompt =
-            vocab_.tokenize(engine::render_chat(family_, messages_, true), true, true);
+        std::string text;
+        try {
+            text = formatter_.render({.messages = engine::chat_messages_value(messages_),
+                                      .add_generation_prompt = true,
+                                      .now = engine::local_time_now()});
+        } catch (const Error &e) {  // the template raised or failed: this turn is dropped
+            fmt::print(stderr, "loom chat: the chat template failed: {}\n", e.what());
+            messages_.pop_back();
+            return;
+        }
+        // BOS unless the template printed it; "<|im_start|>"-like text is the special token.
+        const std::vector<int32_t> prompt = formatter_.tokenize(vocab_, text);
         if (int64_t(prompt.size()) > ctx_.options().n_ctx) {
             fmt::print(stderr,
                        "loom chat: the conversation ({} tokens) no longer fits the context of {} "
@@ -145,7 +147,7 @@ class ChatSession {
 
     const ChatOptions &options_;
     const engine::Vocab &vocab_;
-    engine::ChatFamily family_;
+    const engine::ChatFormatter &formatter_;
     engine::Context &ctx_;
     engine::PromptCache cache_;
     engine::Sampler sampler_;
@@ -154,17 +156,19 @@ class ChatSession {
 
 void run_chat(const ChatOptions &options) {
     const auto model = engine::Model::load(options.model.path, {.repack = !options.no_repack});
-    const engine::ChatFamily family = chat_family(options, model->file().metadata());
+    const engine::ChatFormatter formatter = engine::ChatFormatter::choose(
+        model->file().metadata(), model->vocab(), options.chat_format);
+    if (!formatter.warning().empty()) fmt::print(stderr, "loom chat: {}\n", formatter.warning());
     engine::ContextOptions context = context_options(options.model);
     context.n_ctx =
         context_size("chat", options.ctx_size, options.ctx_size_given, model->hparams());
     engine::Context ctx(*model, context);
-    ChatSession session(options, *model, family, ctx);
+    ChatSession session(options, *model, formatter, ctx);
     const bool interactive = isatty(STDIN_FILENO);
     fmt::print(stderr,
                "loom chat: template {}, context {} tokens. Ctrl-C stops an answer, Ctrl-D quits, "
                "/reset clears the conversation.\n",
-               engine::chat_family_name(family), context.n_ctx);
+               formatter.description(), context.n_ctx);
     if (options.sampling.temperature > 0) {
         fmt::print(stderr, "loom chat: sampler seed {}\n", session.seed());
     }
@@ -193,9 +197,11 @@ void add_chat_command(CLI::App &app, int &exit_code) {
     auto options = std::make_shared<ChatOptions>();
     engine::SamplingParams &sampling = options->sampling;
     add_model_options(*command, options->model, "f16");
-    command->add_option("--chat-template", options->chat_template,
-                        "the chat template's family (default: detected from the model): " +
+    command->add_option("--chat-template", options->chat_format.family_name,
+                        "a built-in chat format instead of the model's Jinja template: " +
                             engine::chat_family_names());
+    command->add_option("--chat-template-file", options->chat_format.template_file,
+                        "a Jinja chat template file instead of the model's");
     command->add_option("--system-prompt", options->system_prompt,
                         "a system message that opens the conversation");
     command

@@ -1,6 +1,6 @@
 // `loom serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx-size C]
 // [--threads T] [--api-key KEY] [--flash-attn on|off|auto] [--kv-type f16|f32]
-// [--chat-template NAME] [--max-queue Q]`:
+// [--chat-template NAME | --chat-template-file T.jinja] [--max-queue Q]`:
 // an OpenAI-compatible HTTP server (tools/loom/serve/). SIGINT or SIGTERM stops it: no new
 // connections, requests in flight end, exit code 0.
 #include <fmt/format.h>
@@ -11,6 +11,7 @@
 #include <memory>
 #include <thread>
 
+#include "engine/chat/chat_template.h"
 #include "tools/loom/commands.h"
 #include "tools/loom/model_options.h"
 #include "tools/loom/serve/http_server.h"
@@ -79,7 +80,10 @@ void add_serve_command(CLI::App &app, int &exit_code) {
     add_context_shift_options(*command, o->context_shift, o->n_keep,
                               "ending the request with finish_reason \"length\"");
     command->add_option("--chat-template", o->chat_template,
-                        "chat template family (default: recognised from the GGUF)");
+                        "a built-in chat format instead of the model's Jinja template: " +
+                            engine::chat_family_names());
+    command->add_option("--chat-template-file", o->chat_template_file,
+                        "a Jinja chat template file instead of the model's");
     command->callback([o, model, &exit_code] {
         const engine::ContextOptions context = context_options(*model);
         o->model_path = model->path;

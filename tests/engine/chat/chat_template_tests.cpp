@@ -1,6 +1,6 @@
-// Chat templates: each family detected from the distinctive part of its real Jinja template, and
-// a fixed conversation rendered in each family's format (the strings llama.cpp's built-in
-// templates give, written out by hand from each model's documented prompt format).
+// The built-in chat formats: a fixed conversation rendered in each family's format (the strings
+// llama.cpp's built-in templates give, written out by hand from each model's documented prompt
+// format), and the formatter that picks between them and the model's own Jinja template.
 #include "engine/chat/chat_template.h"
 
 #include <gtest/gtest.h>
@@ -9,110 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/chat/chat_formatter.h"
 #include "engine/vocab/vocab.h"
 
 namespace loom::engine {
 namespace {
 
 const std::string kShared = std::string(LOOM_SOURCE_DIR) + "/../shared";
-
-struct Detection {
-    std::string_view jinja;  // the distinctive part of a real template
-    ChatFamily family;
-};
-
-// Excerpts of the templates shipped with the models named.
-const Detection kDetections[] = {
-    // OpenHermes-2.5-Mistral-7B
-    {"{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
-     "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}",
-     ChatFamily::chatml},
-    // Mistral-7B-Instruct-v0.1: [INST] without a system message
-    {"{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' "
-     "+ message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ "
-     "message['content'] + eos_token}}{% endif %}{% endfor %}",
-     ChatFamily::llama2},
-    {"{% if message['role'] == 'system' %}{{ '<<SYS>>\\n' + message['content'] + "
-     "'\\n<</SYS>>\\n\\n' }}{% elif message['role'] == 'user' %}{{ '[INST] ' + "
-     "message['content'] + ' [/INST]' }}{% endif %}",
-     ChatFamily::llama2_sys},
-    {"{{- '[INST] <<SYS>>\\n' + messages[idx]['content'] + '\\n<</SYS>>\\n\\n' -}}{{- bos_token "
-     "+ '[INST] ' + messages[idx]['content'] + ' [/INST]' -}}",
-     ChatFamily::llama2_sys_bos},
-    // Llama-2-7b-chat-hf
-    {"{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] "
-     "%}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}",
-     ChatFamily::llama2_sys_strip},
-    // Meta-Llama-3-8B-Instruct
-    {"{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ "
-     "message['content'] | trim + '<|eot_id|>' %}",
-     ChatFamily::llama3},
-    // Mistral-7B-Instruct-v0.2, Mistral's own "v1" template
-    {"{%- if loop.first and system_message is defined %}{{- ' [INST] ' + system_message + "
-     "'\\n\\n' + message['content'] + ' [/INST]' }}",
-     ChatFamily::mistral_v1},
-    // Mistral-Large-Instruct-2407
-    {"{{- \"[AVAILABLE_TOOLS] [\" }}{%- endif %}{{- \"[INST] \" + message[\"content\"] + "
-     "\"[/INST]\" }}",
-     ChatFamily::mistral_v3},
-    // Mistral-Nemo-Instruct-2407
-    {"{{- \"[AVAILABLE_TOOLS]\" }}{%- endif %}{{- \"[INST]\" + message[\"content\"] + "
-     "\"[/INST]\" }}",
-     ChatFamily::mistral_v3_tekken},
-    // Mistral-Large-Instruct-2411
-    {"{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + '[/INST]' }}{% elif "
-     "message['role'] == 'system' %}{{ '[SYSTEM_PROMPT] ' + message['content'] + "
-     "'[/SYSTEM_PROMPT]' }}",
-     ChatFamily::mistral_v7},
-    // Phi-3-mini-4k-instruct
-    {"{% if (message['role'] == 'user') %}{{'<|user|>' + '\\n' + message['content'] + '<|end|>' "
-     "+ '\\n' + '<|assistant|>' + '\\n'}}",
-     ChatFamily::phi3},
-    // gemma-7b-it
-    {"{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' "
-     "}}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}",
-     ChatFamily::gemma},
-    // llama.cpp's marks for Zephyr: "<|user|>" and "<|endoftext|>" (and no "<|assistant|>",
-    // which with "<|user|>" marks Falcon 3 / GLM-Edge first)
-    {"{% if message['role'] == 'user' %}{{ '<|user|>\\n' + message['content'] + '<|endoftext|>' "
-     "}}{% else %}{{ '<|' + message['role'] + '|>\\n' + message['content'] + '<|endoftext|>' }}",
-     ChatFamily::zephyr},
-};
-
-TEST(ChatTemplate, DetectsEachFamilyFromItsTemplate) {
-    for (const Detection &d : kDetections) {
-        SCOPED_TRACE(std::string(d.jinja));
-        EXPECT_EQ(detect_chat_family(d.jinja), d.family);
-    }
-}
-
-TEST(ChatTemplate, DetectsAFamilyFromItsName) {
-    EXPECT_EQ(detect_chat_family("gemma"), ChatFamily::gemma);
-    EXPECT_EQ(detect_chat_family("mistral-v7-tekken"), ChatFamily::mistral_v7_tekken);
-}
-
-TEST(ChatTemplate, UnknownTemplatesAreNotDetected) {
-    EXPECT_EQ(detect_chat_family(""), std::nullopt);
-    EXPECT_EQ(detect_chat_family("{{ messages[0]['content'] }}"), std::nullopt);
-    // Phi-4 and Command R: families Loom does not render, though Phi-4 uses <|im_start|>.
-    EXPECT_EQ(detect_chat_family("{{'<|im_start|>' + message['role'] + '<|im_sep|>'}}"),
-              std::nullopt);
-    EXPECT_EQ(detect_chat_family("{{ '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>' + content }}"),
-              std::nullopt);
-    // Falcon 3 has Zephyr's marks too, but its <|assistant|> and <|user|> come first.
-    EXPECT_EQ(detect_chat_family("{{ '<|user|>\\n' + content }}{{ '<|assistant|>\\n' }}"
-                                 "{{ '<|endoftext|>' }}"),
-              std::nullopt);
-}
-
-TEST(ChatTemplate, NamesRoundTrip) {
-    for (const Detection &d : kDetections) {
-        EXPECT_EQ(chat_family_from_name(chat_family_name(d.family)), d.family);
-    }
-    EXPECT_EQ(chat_family_name(ChatFamily::mistral_v7_tekken), "mistral-v7-tekken");
-    EXPECT_EQ(chat_family_from_name("mistral"), std::nullopt);
-    EXPECT_NE(chat_family_names().find("chatml, llama2, llama2-sys"), std::string::npos);
-}
 
 const std::vector<ChatMessage> kConversation = {
     {"system", "You are a helpful assistant"},
@@ -181,6 +84,15 @@ TEST(ChatTemplate, RendersAConversationInEachFamilysFormat) {
     }
 }
 
+TEST(ChatTemplate, NamesRoundTrip) {
+    for (const Rendering &r : kRenderings) {
+        EXPECT_EQ(chat_family_from_name(chat_family_name(r.family)), r.family);
+    }
+    EXPECT_EQ(chat_family_name(ChatFamily::mistral_v7_tekken), "mistral-v7-tekken");
+    EXPECT_EQ(chat_family_from_name("mistral"), std::nullopt);
+    EXPECT_NE(chat_family_names().find("chatml, llama2, llama2-sys"), std::string::npos);
+}
+
 TEST(ChatTemplate, GenerationPromptIsTheOnlyDifference) {
     EXPECT_EQ(render_chat(ChatFamily::chatml, kConversation, false) + "<|im_start|>assistant\n",
               render_chat(ChatFamily::chatml, kConversation, true));
@@ -203,23 +115,61 @@ TEST(ChatTemplate, TrimsWhereTheFamilyDoes) {
               "<|im_start|>user\n Hi <|im_end|>\n<|im_start|>assistant\n  Hello  <|im_end|>\n");
 }
 
-// The Phi-3 vocabulary carries its model's template: detected, rendered and tokenized, the
-// special tokens are single tokens and BOS appears once, from the tokenizer.
-TEST(ChatTemplate, Phi3VocabularyTemplateTokenizes) {
+// The Phi-3 vocabulary carries its model's Jinja template: the formatter runs it by default, its
+// prompt starts with the BOS text the template prints, and tokenized the BOS appears once and
+// the special tokens are single tokens. It is the built-in phi3 format, with the BOS text.
+TEST(ChatFormatter, RunsTheModelsJinjaTemplate) {
     const gguf::File file(kShared + "/models/vocab/ggml-vocab-phi-3.gguf");
-    const auto jinja = file.metadata().get_optional<std::string>("tokenizer.chat_template");
-    ASSERT_TRUE(jinja);
-    ASSERT_EQ(detect_chat_family(*jinja), ChatFamily::phi3);
     const Vocab vocab = Vocab::from_gguf(file);
-    const std::vector<ChatMessage> chat = {{"user", "Hello"}};
-    const auto tokens = vocab.tokenize(render_chat(ChatFamily::phi3, chat, true), true, true);
+    const ChatFormatter formatter = ChatFormatter::choose(file.metadata(), vocab, {});
+    EXPECT_EQ(formatter.description(), "the model's Jinja template");
+    EXPECT_TRUE(formatter.warning().empty());
+    const std::vector<ChatMessage> chat = {{"user", "Hello"}, {"assistant", "Hi"}, {"user", "Who"}};
+    const std::string prompt =
+        formatter.render({.messages = chat_messages_value(chat), .add_generation_prompt = true});
+    const std::string bos = vocab.token_text(vocab.bos());
+    ASSERT_TRUE(prompt.starts_with(bos)) << prompt;
+    EXPECT_EQ(prompt.substr(bos.size()), render_chat(ChatFamily::phi3, chat, true));
+    const auto tokens = formatter.tokenize(vocab, prompt);
     ASSERT_GE(tokens.size(), 3u);
     EXPECT_EQ(tokens[0], vocab.bos());
     EXPECT_EQ(std::count(tokens.begin(), tokens.end(), vocab.bos()), 1);
     EXPECT_EQ(vocab.token_text(tokens[1]), "<|user|>");
     const auto is_assistant = [&](int32_t t) { return vocab.token_text(t) == "<|assistant|>"; };
-    EXPECT_EQ(std::ranges::count_if(tokens, is_assistant), 1);
-    EXPECT_TRUE(vocab.is_eog(vocab.tokenize("<|end|>", false, true).at(0)));
+    EXPECT_EQ(std::ranges::count_if(tokens, is_assistant), 2);
+}
+
+TEST(ChatFormatter, FallsBackToChatmlAndTakesChoices) {
+    const gguf::File file(kShared + "/models/stories260K.gguf");
+    const Vocab vocab = Vocab::from_gguf(file);
+    const std::vector<ChatMessage> chat = {{"user", "Hi"}};
+    const ChatFormatter fallback = ChatFormatter::choose(file.metadata(), vocab, {});
+    EXPECT_NE(fallback.warning().find("has no chat template"), std::string::npos);
+    EXPECT_EQ(fallback.render({.messages = chat_messages_value(chat)}),
+              render_chat(ChatFamily::chatml, chat, true));
+    const ChatFormatter llama3 =
+        ChatFormatter::choose(file.metadata(), vocab, {.family_name = "llama3"});
+    EXPECT_EQ(llama3.description(), "llama3 (built-in)");
+    EXPECT_EQ(llama3.render({.messages = chat_messages_value(chat)}),
+              render_chat(ChatFamily::llama3, chat, true));
+    // Without the template's BOS text the vocabulary's BOS is added.
+    EXPECT_EQ(fallback.tokenize(vocab, "Hi").front(), vocab.bos());
+    EXPECT_THROW(ChatFormatter::choose(file.metadata(), vocab, {.family_name = "nope"}), Error);
+    EXPECT_THROW(ChatFormatter::choose(file.metadata(), vocab, {.template_file = "/nonexistent"}),
+                 Error);
+}
+
+TEST(ChatFormatter, PlainMessagesForTheBuiltInFormats) {
+    const jinja::Value messages = chat_messages_from_json(R"([
+        {"role": "developer", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url"},
+                                     {"type": "text", "text": "b"}]},
+        {"role": "assistant", "content": null, "tool_calls": []}])");
+    const std::vector<ChatMessage> plain = plain_chat_messages(messages);
+    ASSERT_EQ(plain.size(), 3u);
+    EXPECT_EQ(plain[0].role, "system");
+    EXPECT_EQ(plain[1].content, "ab");
+    EXPECT_EQ(plain[2].content, "");
 }
 
 }  // namespace

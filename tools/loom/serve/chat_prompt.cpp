@@ -1,10 +1,19 @@
 #include "tools/loom/serve/chat_prompt.h"
 
+#include "tools/loom/serve/request.h"
+
 namespace loom::serve {
 
-std::vector<int32_t> chat_prompt_tokens(const engine::Model &model, engine::ChatFamily family,
-                                        const std::vector<engine::ChatMessage> &messages) {
-    return model.vocab().tokenize(engine::render_chat(family, messages, true), true, true);
+std::vector<int32_t> chat_prompt_tokens(const engine::Model &model,
+                                        const engine::ChatFormatter &formatter,
+                                        const std::string &body) {
+    std::string prompt;
+    try {
+        prompt = formatter.render(chat_inputs(body));
+    } catch (const Error &e) {  // the template's failure, or a value past the engine's bounds
+        throw RequestError(400, "messages", e.what());
+    }
+    return formatter.tokenize(model.vocab(), prompt);
 }
 
 }  // namespace loom::serve

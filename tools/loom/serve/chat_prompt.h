@@ -1,19 +1,21 @@
 #pragma once
-// The served model's chat prompt: its template family, chosen once at start-up, and the tokens
-// of a conversation rendered with it.
+// The served model's chat prompt: its format, chosen once at start-up (engine/chat/
+// chat_formatter.h: the model's Jinja template by default), and the tokens of a request's
+// conversation rendered with it.
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "engine/chat/chat_template.h"
+#include "engine/chat/chat_formatter.h"
 #include "engine/model/model.h"
 
 namespace loom::serve {
 
-// The conversation with the assistant's header appended, tokenized with BOS per the vocabulary
-// and the template's special tokens parsed.
-std::vector<int32_t> chat_prompt_tokens(const engine::Model &model, engine::ChatFamily family,
-                                        const std::vector<engine::ChatMessage> &messages);
+// The conversation of a chat request body (already accepted by parse_completion_request) with
+// the assistant's header appended, tokenized with BOS unless the template printed it. A template
+// that fails or raises is a RequestError (400) with its message.
+std::vector<int32_t> chat_prompt_tokens(const engine::Model &model,
+                                        const engine::ChatFormatter &formatter,
+                                        const std::string &body);
 
 }  // namespace loom::serve

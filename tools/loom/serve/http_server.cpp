@@ -66,7 +66,7 @@ struct HttpServer::Impl {
     std::unique_ptr<engine::Model> model;
     std::unique_ptr<Scheduler> scheduler;
     std::string model_name;
-    engine::ChatFamilyChoice chat;  // the chat template, or why there is none
+    std::optional<engine::ChatFormatter> chat;  // the chat prompt's format, chosen at start-up
 
     explicit Impl(ServeOptions o) : options(std::move(o)) {}
 
@@ -173,8 +173,7 @@ void HttpServer::Impl::detokenize(const httplib::Request &req, httplib::Response
 
 void HttpServer::Impl::completions(const httplib::Request &req, httplib::Response &res, bool chat) {
     const CompletionRequest request = parse_completion_request(parse_json_body(req.body), chat);
-    if (chat && !this->chat.family) throw RequestError(400, "messages", this->chat.problem);
-    Job job{.prompt = chat ? chat_prompt_tokens(*model, *this->chat.family, request.messages)
+    Job job{.prompt = chat ? chat_prompt_tokens(*model, *this->chat, req.body)
                            : model->vocab().tokenize(request.prompt, true, true),
             .sampling = request.sampling,
             .max_tokens = request.max_tokens,
@@ -281,9 +280,13 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
     try {
         s.model = engine::Model::load(s.options.model_path);
         s.model_name = std::filesystem::path(s.options.model_path).filename().string();
-        s.chat = engine::choose_chat_family(s.model->file().metadata(), s.options.chat_template);
-        // An unknown --chat-template is the operator's mistake: refuse to start.
-        if (!s.options.chat_template.empty() && !s.chat.family) fail("serve", "{}", s.chat.problem);
+        // An unknown --chat-template or a template file that does not parse is the operator's
+        // mistake: refuse to start. A model without a usable template of its own gets chatml.
+        s.chat = engine::ChatFormatter::choose(s.model->file().metadata(), s.model->vocab(),
+                                               {.family_name = s.options.chat_template,
+                                                .template_file = s.options.chat_template_file});
+        if (!s.chat->warning().empty()) fmt::print(stderr, "loom serve: {}\n", s.chat->warning());
+        fmt::print(stderr, "loom serve: chat template: {}\n", s.chat->description());
         s.scheduler = std::make_unique<Scheduler>(
             *s.model, SchedulerOptions{.n_parallel = s.options.n_parallel,
                                        .n_ctx = s.options.n_ctx,

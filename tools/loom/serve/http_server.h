@@ -21,8 +21,9 @@ struct ServeOptions {
     int64_t n_ctx = 4096;  // all slots together
     int64_t n_batch = 512;
     int n_threads = 0;
-    std::string api_key;        // empty: no authentication
-    std::string chat_template;  // a family name; empty: from the GGUF
+    std::string api_key;             // empty: no authentication
+    std::string chat_template;       // a built-in family's name; empty: the GGUF's template
+    std::string chat_template_file;  // a Jinja template file; empty: the GGUF's template
     bool flash_attn = false;
     DType kv_type = DType::F16;
     size_t max_body_bytes = size_t(1) << 20;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/jinja/json.h"
+
 namespace loom::serve {
 namespace {
 
@@ -80,14 +82,25 @@ std::vector<ChatMessage> read_messages(const nlohmann::json &body) {
         if (role == m.end() || !role->is_string())
             bad(param + ".role", fmt::format("'{}.role' must be a string", param));
         const std::string r = role->get<std::string>();
-        if (r != "system" && r != "user" && r != "assistant" && r != "developer") {
+        if (r != "system" && r != "user" && r != "assistant" && r != "developer" && r != "tool") {
             bad(param + ".role",
-                fmt::format("'{}.role' is \"{}\"; it must be system, user or assistant", param, r));
+                fmt::format("'{}.role' is \"{}\"; it must be system, user, assistant or tool",
+                            param, r));
+        }
+        // An assistant message that calls tools may come without content.
+        const auto calls = m.find("tool_calls");
+        const bool has_calls = calls != m.end() && !calls->is_null();
+        if (has_calls && (r != "assistant" || !calls->is_array())) {
+            bad(param + ".tool_calls",
+                fmt::format("'{}.tool_calls' must be an array, on an assistant message", param));
         }
         const auto content = m.find("content");
-        if (content == m.end() || content->is_null())
+        const bool no_content = content == m.end() || content->is_null();
+        if (no_content && !has_calls) {
             bad(param + ".content", fmt::format("'{}.content' is required", param));
-        out.push_back({r == "developer" ? "system" : r, message_content(*content, i)});
+        }
+        out.push_back({r == "developer" ? "system" : r,
+                       no_content ? std::string() : message_content(*content, i)});
     }
     return out;
 }
@@ -135,12 +148,41 @@ nlohmann::json parse_json_body(const std::string &body) {
     }
 }
 
+engine::ChatRender chat_inputs(const std::string &body) {
+    // Read again in the body's own key order: a template that prints a tool's JSON schema with
+    // tojson gives the client's order, as transformers does.
+    const engine::jinja::Value v = engine::jinja::parse_json(body);
+    engine::ChatRender chat;
+    const engine::jinja::Value *messages = v.is_dict() ? v.dict().find("messages") : nullptr;
+    if (messages == nullptr) bad("messages", "'messages' is required");
+    std::vector<engine::jinja::Value> renamed;
+    const engine::jinja::Value normalized = engine::normalize_chat_messages(*messages);
+    for (const engine::jinja::Value &m : normalized.items()) {
+        const engine::jinja::Value *role = m.dict().find("role");
+        if (role == nullptr || !role->is_string() || role->str() != "developer") {
+            renamed.push_back(m);
+            continue;
+        }
+        engine::jinja::Dict as_system = m.dict();  // OpenAI's developer role is the system's
+        as_system.set(engine::jinja::Value("role"), engine::jinja::Value("system"));
+        renamed.push_back(engine::jinja::Value::dict(std::move(as_system)));
+    }
+    chat.messages = engine::jinja::Value::list(std::move(renamed));
+    const engine::jinja::Value *tools = v.dict().find("tools");
+    if (tools != nullptr && tools->is_list() && !tools->items().empty()) chat.tools = *tools;
+    chat.add_generation_prompt = true;
+    chat.now = engine::local_time_now();
+    return chat;
+}
+
 CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat) {
     if (!body.is_object()) bad("", "the body must be a JSON object");
     CompletionRequest r;
     r.chat = chat;
     if (chat) {
         r.messages = read_messages(body);
+        const nlohmann::json *tools = field(body, "tools");
+        if (tools != nullptr && !tools->is_array()) bad("tools", "'tools' must be an array");
     } else {
         const nlohmann::json *p = field(body, "prompt");
         if (p == nullptr) bad("prompt", "'prompt' is required");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/chat/chat_template.h"
+#include "engine/chat/jinja_chat.h"
 #include "engine/sampling/sampler.h"
 
 namespace loom::serve {
@@ -31,7 +32,7 @@ using engine::ChatMessage;
 struct CompletionRequest {
     bool chat = false;
     std::string prompt;                 // /v1/completions
-    std::vector<ChatMessage> messages;  // /v1/chat/completions
+    std::vector<ChatMessage> messages;  // /v1/chat/completions: roles and texts, checked
     engine::SamplingParams sampling;
     int32_t max_tokens = -1;  // -1: until end of generation or the slot's context is full
     std::vector<std::string> stop;
@@ -43,6 +44,12 @@ struct CompletionRequest {
 // Throws RequestError (400) for a body that is not an object, a missing prompt or messages, a
 // field of the wrong type or out of range.
 CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat);
+
+// What a chat template sees of a chat request that parse_completion_request accepted: the
+// messages and tools in the body's key order (tool-call arguments in a JSON string parsed, the
+// developer role as system), add_generation_prompt, and the time now. loom::Error for values
+// past the engine's bounds.
+engine::ChatRender chat_inputs(const std::string &body);
 
 // The body as JSON; RequestError (400) with the parser's message when it is not.
 nlohmann::json parse_json_body(const std::string &body);
