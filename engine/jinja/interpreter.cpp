@@ -376,7 +376,9 @@ Value Interpreter::call_macro(const Stmt &stmt, const std::weak_ptr<Scope> &clos
         render_fail(
             fmt::format("macro '{}' takes not more than {} argument(s)", name, params.size()));
     }
-    for (const auto &[key, value] : args.keywords) {
+    for (const auto &keyword : args.keywords) {
+        const std::string &key = keyword.first;
+        const Value &value = keyword.second;
         const auto it = std::find_if(params.begin(), params.end(),
                                      [&](const Param &p) { return p.name == key; });
         if (it != params.end()) {
