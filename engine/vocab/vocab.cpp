@@ -172,6 +172,32 @@ void Vocab::tokenize_bpe(std::string_view text, std::vector<int32_t> &out) const
     }
 }
 
+// hybriddna: the text between <dna> and </dna> (or the end) is DNA, cut into k-mers of 6 bases,
+// uppercased, the last one padded with A; a k-mer without a token is <oov>. The rest is BPE.
+void Vocab::tokenize_dna(std::string_view text, std::vector<int32_t> &out) const {
+    constexpr std::string_view kOpen = "<dna>", kClose = "</dna>";
+    constexpr size_t kBases = 6;
+    while (!text.empty()) {
+        const size_t open = text.find(kOpen);
+        if (open > 0) tokenize_bpe(text.substr(0, open), out);
+        if (open == std::string_view::npos) return;
+        out.push_back(dna_begin_);
+        text.remove_prefix(open + kOpen.size());
+        const size_t close = text.find(kClose);
+        std::string bases(text.substr(0, close));
+        for (char &c : bases) c = c >= 'a' && c <= 'z' ? char(c - 'a' + 'A') : c;
+        for (size_t i = 0; i < bases.size(); i += kBases) {
+            std::string kmer = bases.substr(i, kBases);
+            kmer.resize(kBases, 'A');
+            const int32_t id = table_.find(kmer + std::string(kDnaMarker));
+            out.push_back(id >= 0 ? id : dna_unknown_);
+        }
+        if (close == std::string_view::npos) return;
+        out.push_back(dna_end_);
+        text.remove_prefix(close + kClose.size());
+    }
+}
+
 void Vocab::tokenize_text(std::string_view text, bool after_special,
                           std::vector<int32_t> &out) const {
     switch (type_) {
@@ -190,6 +216,10 @@ void Vocab::tokenize_text(std::string_view text, bool after_special,
             return;
         case VocabType::bpe:
             break;
+    }
+    if (dna_begin_ >= 0) {
+        tokenize_dna(text, out);
+        return;
     }
     if (model_ != "whitespace") {
         tokenize_bpe(text, out);

@@ -1,7 +1,7 @@
 #pragma once
 // A model's vocabulary, read from the tokenizer.ggml.* keys of a GGUF file, and its tokenizer,
 // with llama.cpp's results token for token: SentencePiece ("llama"), byte-level BPE ("gpt2", and
-// its variants "gemma4" and "whitespace"), WordPiece ("bert") and Unigram ("t5").
+// its variants "gemma4", "whitespace" and "hybriddna"), WordPiece ("bert") and Unigram ("t5").
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -75,12 +75,14 @@ class Vocab {
     std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;
     void tokenize_text(std::string_view text, bool after_special, std::vector<int32_t> &out) const;
     void tokenize_bpe(std::string_view text, std::vector<int32_t> &out) const;
+    void tokenize_dna(std::string_view text, std::vector<int32_t> &out) const;
     void check_id(int32_t id) const;
     // Load steps (vocab_load.cpp, vocab_special.cpp).
     void read_model(const gguf::Metadata &metadata);
     void read_special_ids(const gguf::Metadata &metadata);
     void find_special_tokens(const gguf::Metadata &metadata);
     void set_model_attributes(const gguf::Metadata &metadata);
+    void find_dna_tokens();
 
     VocabType type_ = VocabType::spm;
     std::string model_;  // tokenizer.ggml.model
@@ -96,6 +98,13 @@ class Vocab {
     bool lowercase_ = true;            // the "whitespace" model's normalizer
     bool kimi_k2_ = false;             // may come without merges
     bool clean_spaces_ = false;
+    // hybriddna keeps its k-mer tokens apart from BPE tokens of the same letters with a U+E000
+    // suffix: the lookup keeps it, the k-mers' text (the tokens after <oov>) loses it.
+    static constexpr std::string_view kDnaMarker = "\xEE\x80\x80";
+    // hybriddna: <dna>, </dna> and <oov>, all three or none (-1).
+    int32_t dna_begin_ = -1;
+    int32_t dna_end_ = -1;
+    int32_t dna_unknown_ = -1;
     // Control, user-defined and unknown tokens, longest text first, for split_special.
     std::vector<int32_t> special_ids_;
     std::vector<int32_t> eog_ids_;  // sorted

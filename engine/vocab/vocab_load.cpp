@@ -112,7 +112,6 @@ std::vector<uint8_t> read_charsmap(const gguf::Metadata &metadata) {
 constexpr std::pair<std::string_view, std::string_view> kUnsupportedModels[] = {
     {"rwkv", "RWKV's trie tokenizer over escaped byte strings"},
     {"plamo2", "PLaMo 2's suffix-table Viterbi tokenizer"},
-    {"hybriddna", "the BPE variant with DNA k-mers between <dna> tags"},
     {"no_vocab", "a model without a vocabulary"},
     {"none", "a model without a vocabulary"},
     {"test", "llama.cpp's hashing test tokenizer"},
@@ -150,7 +149,8 @@ void Vocab::read_model(const gguf::Metadata &metadata) {
         type_ = VocabType::ugm;
         eos_ = 1, unk_ = 2;
         add_eos_ = true;
-    } else if (model_ == "gpt2" || model_ == "whitespace" || model_ == "gemma4") {
+    } else if (model_ == "gpt2" || model_ == "whitespace" || model_ == "gemma4" ||
+               model_ == "hybriddna") {
         type_ = VocabType::bpe;
         if (model_ == "gemma4") pre = "gemma4";  // the model fixes its pre-tokenizer
         if (model_ != "gemma4") bos_ = 11, eos_ = 11;
@@ -179,7 +179,7 @@ void Vocab::read_model(const gguf::Metadata &metadata) {
         }
         fail("vocab",
              "key 'tokenizer.ggml.model' is '{}'; supported: 'llama', 'gpt2', 'gemma4', "
-             "'whitespace', 'bert', 't5'",
+             "'whitespace', 'hybriddna', 'bert', 't5'",
              model_);
     }
     add_space_prefix_ =
@@ -209,6 +209,7 @@ Vocab Vocab::from_metadata(const gguf::Metadata &metadata) {
     Vocab vocab;
     vocab.read_model(metadata);
     vocab.table_ = read_tokens(metadata);
+    if (vocab.model_ == "hybriddna") vocab.find_dna_tokens();
     // Kimi K2 is the one pre-tokenizer llama.cpp runs without merges.
     if (vocab.type_ == VocabType::bpe &&
         (!vocab.kimi_k2_ || metadata.has("tokenizer.ggml.merges"))) {

@@ -1,6 +1,7 @@
 // The special tokens llama.cpp finds by their text when the file does not name them (end of
 // turn, fill-in-the-middle, unused), the end-of-generation set, and the per-model attribute
-// rules of llama_vocab::impl::load (Phi-3's rstrip, the <mask> lstrip of some encoders).
+// rules of llama_vocab::impl::load (Phi-3's rstrip, the <mask> lstrip of some encoders), and
+// hybriddna's DNA tokens.
 #include <algorithm>
 #include <cctype>
 
@@ -193,6 +194,24 @@ void Vocab::set_model_attributes(const gguf::Metadata &metadata) {
     } else if (contains_any(name, {"modern-bert"})) {
         set("[MASK]", kAttrLstrip, true);
     }
+}
+
+void Vocab::find_dna_tokens() {
+    const int32_t oov = table_.find("<oov>");
+    if (oov >= 0) {
+        for (int32_t id = oov + 1; id < n_tokens(); ++id) {
+            std::string &text = table_.texts[id];
+            if (text.size() > kDnaMarker.size() && text.ends_with(kDnaMarker)) {
+                text.resize(text.size() - kDnaMarker.size());
+            }
+        }
+    }
+    dna_begin_ = table_.find("<dna>");
+    dna_end_ = table_.find("</dna>");
+    dna_unknown_ = oov;
+    // Without all three, llama.cpp runs plain BPE.
+    if (dna_begin_ < 0 || dna_end_ < 0 || dna_unknown_ < 0)
+        dna_begin_ = dna_end_ = dna_unknown_ = -1;
 }
 
 }  // namespace loom::engine

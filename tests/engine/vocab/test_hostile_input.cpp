@@ -188,5 +188,22 @@ TEST(VocabMetadata, SpecialIdsOutOfRange) {
     EXPECT_EQ(vocab.token_text(2), "[EMPTY_2]");  // as llama.cpp names an empty token
 }
 
+// hybriddna (checked against llama.cpp on a gpt-2 vocabulary with 4096 k-mers added): DNA between
+// the tags becomes 6-base k-mers, uppercased and padded with A, <oov> where none is a token.
+TEST(VocabMetadata, HybridDnaKmers) {
+    gguf::Metadata metadata;
+    metadata.set("tokenizer.ggml.model", std::string("hybriddna"));
+    metadata.set("tokenizer.ggml.tokens",
+                 gguf::Array{std::vector<std::string>{"x", "<dna>", "</dna>", "<oov>",
+                                                      "ACGTAC\uE000", "GGAAAA\uE000"}});
+    metadata.set("tokenizer.ggml.token_type", gguf::Array{std::vector<int32_t>{1, 3, 3, 3, 1, 1}});
+    metadata.set("tokenizer.ggml.merges", gguf::Array{std::vector<std::string>{}});
+    const Vocab vocab = Vocab::from_metadata(metadata);
+    const std::vector<int32_t> ids = vocab.tokenize("x<dna>acgtACgg</dna>x<dna>TTT", false, false);
+    EXPECT_EQ(ids, (std::vector<int32_t>{0, 1, 4, 5, 2, 0, 1, 3}));
+    EXPECT_EQ(vocab.token_text(4), "ACGTAC");  // the marker only keeps the lookup apart
+    EXPECT_EQ(vocab.detokenize(ids, false), "xACGTACGGAAAAx");
+}
+
 }  // namespace
 }  // namespace loom::engine
