@@ -30,6 +30,7 @@ struct PreTokenizerSpec {
     bool escape_whitespaces = false;  // spaces become U+2581 before splitting (Gemma 4)
     bool no_default_bos = false;      // no BOS unless the file names one (GLM 4)
     bool whole_newline_runs = false;  // a word of newlines that is a token skips the merges
+    bool force_bos = false;           // add_bos whatever the file says (Gemma 4)
 };
 
 // llama.cpp's "\p{AFMoE_digits}": a run of digits is cut into a leading 1 or 2 and then groups

@@ -97,6 +97,7 @@ class Vocab {
     bool escape_whitespaces_ = false;  // BPE: spaces become U+2581 first (Gemma 4)
     bool lowercase_ = true;            // the "whitespace" model's normalizer
     bool kimi_k2_ = false;             // may come without merges
+    bool force_bos_ = false;           // Gemma 4's pre-tokenizer: add_bos always
     bool clean_spaces_ = false;
     // hybriddna keeps its k-mer tokens apart from BPE tokens of the same letters with a U+E000
     // suffix: the lookup keeps it, the k-mers' text (the tokens after <oov>) loses it.

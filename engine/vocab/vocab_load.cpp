@@ -169,6 +169,7 @@ void Vocab::read_model(const gguf::Metadata &metadata) {
         if (spec->no_default_bos) bos_ = -1;
         lowercase_ = pre != "whitespace";
         kimi_k2_ = pre == "kimi-k2";
+        force_bos_ = spec->force_bos;
     } else {
         for (const auto &[name, what] : kUnsupportedModels) {
             if (model_ == name) {
@@ -202,7 +203,7 @@ void Vocab::read_special_ids(const gguf::Metadata &metadata) {
     read("tokenizer.ggml.seperator_token_id", sep_);  // sic, llama.cpp's key
     add_bos_ = metadata.get_optional<bool>("tokenizer.ggml.add_bos_token").value_or(add_bos_);
     add_eos_ = metadata.get_optional<bool>("tokenizer.ggml.add_eos_token").value_or(add_eos_);
-    if (model_ == "gemma4") add_bos_ = true;  // as llama.cpp, whatever the file says
+    if (force_bos_) add_bos_ = true;
 }
 
 Vocab Vocab::from_metadata(const gguf::Metadata &metadata) {
