@@ -3,6 +3,7 @@
 
 #include <pcre2.h>
 
+#include <cstdint>
 #include <utility>
 
 #include "engine/vocab/unicode.h"
@@ -97,6 +98,41 @@ bool has_non_ascii(std::string_view text) {
     return false;
 }
 
+// PCRE2's JIT keeps a backtracking frame per repetition of a group (the letter groups of
+// GPT-4o's and Tekken's regexes), so a long run of letters outgrows its default 32 KiB stack:
+// each thread gets a stack that may grow to 64 MiB (reserved address space, used as needed), and
+// a match that still runs out is done again by the interpreter, whose frames are on the heap.
+// The limits on steps and heap are lifted: llama.cpp's regexes do not backtrack without bound.
+constexpr size_t kJitStackMax = size_t(64) << 20;
+
+class MatchContext {
+  public:
+    MatchContext()
+        : context_(pcre2_match_context_create(nullptr)),
+          stack_(pcre2_jit_stack_create(32 << 10, kJitStackMax, nullptr)) {
+        if (context_ == nullptr) fail("vocab", "out of memory for a PCRE2 match context");
+        if (stack_ != nullptr) pcre2_jit_stack_assign(context_, nullptr, stack_);
+        pcre2_set_match_limit(context_, UINT32_MAX);
+        pcre2_set_depth_limit(context_, UINT32_MAX);
+        pcre2_set_heap_limit(context_, UINT32_MAX);
+    }
+    ~MatchContext() {
+        pcre2_jit_stack_free(stack_);
+        pcre2_match_context_free(context_);
+    }
+    MatchContext(const MatchContext &) = delete;
+    MatchContext &operator=(const MatchContext &) = delete;
+
+    static pcre2_match_context *of_this_thread() {
+        thread_local MatchContext context;
+        return context.context_;
+    }
+
+  private:
+    pcre2_match_context *context_;
+    pcre2_jit_stack *stack_;
+};
+
 struct Range {
     size_t begin;  // code point indices
     size_t end;
@@ -180,7 +216,11 @@ struct PreTokenizer::Step {
             // The text is valid UTF-8 by construction; checking per call would be quadratic.
             uint32_t options = PCRE2_NO_UTF_CHECK;
             if (after_empty) options |= PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED;
-            const int rc = pcre2_match(code, data, n, position, options, match, nullptr);
+            pcre2_match_context *context = MatchContext::of_this_thread();
+            int rc = pcre2_match(code, data, n, position, options, match, context);
+            if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+                rc = pcre2_match(code, data, n, position, options | PCRE2_NO_JIT, match, context);
+            }
             if (rc == PCRE2_ERROR_NOMATCH) {
                 if (!after_empty || position == n) break;
                 position += kind == Kind::utf8 ? utf8::char_length_at(subject, position) : 1;

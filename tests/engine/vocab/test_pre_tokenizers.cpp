@@ -168,6 +168,16 @@ TEST(PreTokenizers, WhiteSpaceAsLlamaCpp) {
     EXPECT_EQ(words("gpt-2", "a \u180Eb"), (Words{"a", " \u180E", "b"}));
 }
 
+// GPT-4o's and EXAONE MoE's letter groups keep a backtracking frame per letter: a run of 300,000
+// outgrows PCRE2's default JIT stack (llama.cpp's std::regex overflows the thread's stack on it).
+TEST(PreTokenizers, LongRunsOfLetters) {
+    const std::string letters(300000, 'A');
+    EXPECT_EQ(words("gpt-4o", letters), (Words{letters}));
+    std::string spaced;
+    for (int i = 0; i < 100000; ++i) spaced += "a ";
+    EXPECT_EQ(words("exaone-moe", spaced).size(), 2u);  // the letters and spaces, then " "
+}
+
 TEST(Unicode, TablesAsLlamaCpp) {
     EXPECT_EQ(unicode::category('A'), unicode::kLetter);
     EXPECT_EQ(unicode::category(0x00BD), unicode::kNumber);  // ½
