@@ -51,9 +51,10 @@ Value filter_default(const Value &input, CallArgs &args) {
 Value filter_trim(const Value &input, CallArgs &args) {
     const BoundArgs a(args, "trim", {"chars"});
     const Value *chars = a.get(0);
-    const std::string *set = chars && !chars->is_none() ? &chars->str() : nullptr;
-    if (chars && !chars->is_none() && !chars->is_string())
+    if (chars && !chars->is_none() && !chars->is_string()) {
         render_fail("trim() chars must be a string");
+    }
+    const std::string *set = chars && chars->is_string() ? &chars->str() : nullptr;
     return Value(strip(text_of(input, args.budget), set, true, true));
 }
 

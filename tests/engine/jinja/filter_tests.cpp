@@ -62,6 +62,13 @@ TEST(JinjaFilters, StringMethods) {
     EXPECT_EQ(render("{{ '{:>4}|{:.1f}'.format('a', 2.25) }}"), "   a|2.2");
 }
 
+TEST(JinjaFilters, ArgumentsOfTheWrongTypeFailCleanly) {
+    // The fuzzer's first finding: trim's chars was read as a string before its type was checked.
+    EXPECT_NE(render_error("{{ '-'|trim(1) }}").find("trim() chars must be a string"),
+              std::string::npos);
+    EXPECT_EQ(render("{{ '-x-'|trim(none) }}{{ '-x-'|trim('-') }}"), "-x-x");
+}
+
 TEST(JinjaFilters, UnknownFilterFailsWhenReached) {
     // Jinja2 refuses the whole template at compile time; Loom only when the filter runs, so a
     // template with an unknown filter in a branch it never takes still renders (as
