@@ -29,6 +29,9 @@ struct ScaleOpParams {
 struct ClampOpParams {
     float min, max;
 };
+struct SwiGluOaiOpParams {
+    float alpha, limit;
+};
 struct FillOpParams {
     float value;
 };

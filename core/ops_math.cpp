@@ -96,6 +96,12 @@ Tensor *swiglu_split(Context &ctx, Tensor *a, Tensor *b) {
 Tensor *geglu_split(Context &ctx, Tensor *a, Tensor *b) {
     return gated(ctx, Op::geglu, a, b);
 }
+Tensor *swiglu_oai(Context &ctx, Tensor *a, Tensor *b, float alpha, float limit) {
+    Tensor *t = gated(ctx, Op::swiglu_oai, a, b);
+    require(limit > 0.0f, Op::swiglu_oai, {a, b}, "limit {} must be positive", limit);
+    set_op_params(t, SwiGluOaiOpParams{alpha, limit});
+    return t;
+}
 
 Tensor *sum_rows(Context &ctx, Tensor *a) {
     return row_reduction(ctx, Op::sum_rows, a);

@@ -1,6 +1,7 @@
-// Binary elementwise ops (b broadcast over a) and the gated units swiglu / geglu.
+// Binary elementwise ops (b broadcast over a) and the gated units swiglu / geglu / swiglu_oai.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/cpu/kernels.h"
 #include "core/cpu/unary_math.h"
@@ -31,6 +32,25 @@ struct SwiGlu {
 struct GeGlu {
     static float apply(float x, float y) { return gelu_f32(x) * y; }
 };
+struct SwiGluOai {
+    SwiGluOaiOpParams p;
+    explicit SwiGluOai(const Tensor *t) : p(get_op_params<SwiGluOaiOpParams>(t)) {}
+    float apply(float x, float y) const {
+        x = std::min(x, p.limit);
+        y = std::clamp(y, -p.limit, p.limit);
+        return x / (1.0f + std::exp(p.alpha * -x)) * (y + 1.0f);
+    }
+};
+
+// The functor of a node: built from its parameters where it has some.
+template <typename F>
+F functor_of(const Tensor *dst) {
+    if constexpr (std::is_constructible_v<F, const Tensor *>) {
+        return F(dst);
+    } else {
+        return F{};
+    }
+}
 
 // Ops with a vector form; a slice starts at a multiple of kSliceElements, so which elements take
 // the vector body and which the scalar tail depends only on the row length.
@@ -51,6 +71,7 @@ template <typename F>
 void compute_binary(const ComputeParams &p, Tensor *dst) {
     const Tensor *a = dst->src[0];
     const Tensor *b = dst->src[1];
+    const F f = functor_of<F>(dst);
     const int64_t n = dst->ne[0];
     const bool fast = a->type == DType::F32 && b->type == DType::F32 && dst->type == DType::F32 &&
                       a->rows_contiguous() && b->rows_contiguous() && b->ne[0] == n;
@@ -72,10 +93,10 @@ void compute_binary(const ComputeParams &p, Tensor *dst) {
             int64_t j = u % slices * kSliceElements;
             if constexpr (kHasVector<F>) {
                 for (; j + simd::VL <= j1; j += simd::VL) {
-                    simd::store(z + j, F::apply(simd::load(x + j), simd::load(y + j)));
+                    simd::store(z + j, f.apply(simd::load(x + j), simd::load(y + j)));
                 }
             }
-            for (; j < j1; ++j) z[j] = F::apply(x[j], y[j]);
+            for (; j < j1; ++j) z[j] = f.apply(x[j], y[j]);
         }
         return;
     }
@@ -87,7 +108,7 @@ void compute_binary(const ComputeParams &p, Tensor *dst) {
         void *out_row = dst->row_ptr(i.i1, i.i2, i.i3);
         const float *x = load_row(a->type, a_row, a->nb[0], n, a_buf);
         const float *y = load_row(b->type, b_row, b->nb[0], b->ne[0], b_buf);
-        for (int64_t j = 0; j < n; ++j) out_buf[j] = F::apply(x[j], y[j % b->ne[0]]);
+        for (int64_t j = 0; j < n; ++j) out_buf[j] = f.apply(x[j], y[j % b->ne[0]]);
         store_row(dst->type, out_buf, out_row, dst->nb[0], n);
     }
 }
@@ -101,6 +122,8 @@ void register_elementwise_kernels(KernelTable &table) {
     table[size_t(Op::div)] = {.compute = compute_binary<Div>, .work_size = binary_work};
     table[size_t(Op::swiglu)] = {.compute = compute_binary<SwiGlu>, .work_size = binary_work};
     table[size_t(Op::geglu)] = {.compute = compute_binary<GeGlu>, .work_size = binary_work};
+    table[size_t(Op::swiglu_oai)] = {.compute = compute_binary<SwiGluOai>,
+                                     .work_size = binary_work};
 }
 
 }  // namespace loom::cpu

@@ -158,6 +158,9 @@ Tensor *relu(Context &ctx, Tensor *a);
 // silu(a) * b and gelu(a) * b, a and b of one shape.
 Tensor *swiglu_split(Context &ctx, Tensor *a, Tensor *b);
 Tensor *geglu_split(Context &ctx, Tensor *a, Tensor *b);
+// gpt-oss's clamped SwiGLU: with x = min(a, limit) and y = clamp(b, -limit, limit),
+// x / (1 + exp(-alpha x)) * (y + 1).
+Tensor *swiglu_oai(Context &ctx, Tensor *a, Tensor *b, float alpha, float limit);
 
 // ---------------------------------------------------------------------------------------------
 // Reductions along dim 0 (rows)

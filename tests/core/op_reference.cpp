@@ -190,6 +190,15 @@ void ref_gated(double (*act)(double), const Tensor *a, const Tensor *b, Dense &o
     for (size_t i = 0; i < da.v.size(); ++i) out.v[i] = act(da.v[i]) * db.v[i];
 }
 
+void ref_swiglu_oai(const Tensor *a, const Tensor *b, double alpha, double limit, Dense &out) {
+    const Dense da(a), db(b);
+    for (size_t i = 0; i < da.v.size(); ++i) {
+        const double x = std::min(da.v[i], limit);
+        const double y = std::clamp(db.v[i], -limit, limit);
+        out.v[i] = x / (1.0 + std::exp(-alpha * x)) * (y + 1.0);
+    }
+}
+
 void ref_sum_rows(const Tensor *a, bool mean, Dense &out) {
     const Dense da(a);
     for_each_index(out.ne, [&](int64_t, int64_t i1, int64_t i2, int64_t i3) {

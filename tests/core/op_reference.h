@@ -77,6 +77,8 @@ void ref_binary(BinaryOp op, const Tensor *a, const Tensor *b, Dense &out);
 void ref_unary(const std::function<double(double)> &f, const Tensor *a, Dense &out);
 // act(a) * b with act = silu or gelu.
 void ref_gated(double (*act)(double), const Tensor *a, const Tensor *b, Dense &out);
+// gpt-oss's clamped SwiGLU in double precision.
+void ref_swiglu_oai(const Tensor *a, const Tensor *b, double alpha, double limit, Dense &out);
 
 void ref_sum_rows(const Tensor *a, bool mean, Dense &out);
 void ref_argmax(const Tensor *a, Dense &out);

@@ -163,6 +163,21 @@ void add_gated_cases(std::vector<OpCase> &cases) {
             });
         }
     }
+    // Values on both sides of the clamps (limit 3 with inputs in [-4, 4]).
+    for (const UnaryShape &s : shapes) {
+        cases.push_back({
+            .name = "swiglu_oai_" + std::string(dtype_tag(s.type)) + "_" + shape_tag(s.ne) +
+                    layout_tag(s.layout),
+            .build =
+                [s](CaseEnv &env) {
+                    Tensor *a = env.input(s.type, s.ne, s.layout, -4.0, 4.0);
+                    Tensor *b = env.input(s.type, s.ne, Layout::contiguous, -4.0, 4.0);
+                    return swiglu_oai(env.ctx, a, b, 1.702f, 3.0f);
+                },
+            .reference = [](const CaseEnv &env,
+                            Dense &out) { ref_swiglu_oai(env.t[0], env.t[1], 1.702, 3.0, out); },
+        });
+    }
 }
 
 }  // namespace
