@@ -62,7 +62,7 @@ void bm_prompt(benchmark::State &state, DType type) {
     }
     double seconds = 0.0;
     for (auto _ : state) {
-        ctx.kv().clear();
+        ctx.memory().clear();
         const auto start = std::chrono::steady_clock::now();
         ctx.decode(batch);
         seconds += seconds_since(start);
@@ -78,7 +78,7 @@ void bm_generate(benchmark::State &state, DType type, bool reuse) {
     const int64_t n_vocab = model.hparams().n_vocab;
     double seconds = 0.0, graph_seconds = 0.0;
     for (auto _ : state) {
-        ctx.kv().clear();
+        ctx.memory().clear();
         Batch batch;
         for (int64_t i = 0; i < kPrompt; ++i) batch.add(token_at(i, n_vocab), Pos(i), 0, false);
         ctx.decode(batch);
@@ -111,7 +111,7 @@ void bm_varied_ubatches(benchmark::State &state, DType type, bool pad) {
     const double graph_before = ctx.stats().build_seconds;
     const double compute_before = ctx.stats().compute_seconds;
     for (auto _ : state) {
-        ctx.kv().clear();
+        ctx.memory().clear();
         uint32_t lcg = 12345;
         Pos pos = 0;
         for (int u = 0; u < kUbatches; ++u) {

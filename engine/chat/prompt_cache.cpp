@@ -15,7 +15,7 @@ int64_t PromptCache::assign(std::span<const int32_t> tokens) {
     const auto mismatch = std::ranges::mismatch(tokens, tokens_);
     // The last token is decoded again when the whole prompt is cached: its logits are needed.
     const size_t keep = std::min(size_t(mismatch.in1 - tokens.begin()), tokens.size() - 1);
-    ctx_.kv().seq_rm(seq_, Pos(keep), -1);
+    ctx_.memory().seq_rm(seq_, Pos(keep), -1);
     tokens_.resize(keep);
     decode_tail(tokens.subspan(keep));
     return int64_t(tokens.size() - keep);
@@ -26,7 +26,7 @@ void PromptCache::append(int32_t token) {
 }
 
 void PromptCache::clear() {
-    ctx_.kv().seq_rm(seq_, 0, -1);
+    ctx_.memory().seq_rm(seq_, 0, -1);
     tokens_.clear();
 }
 

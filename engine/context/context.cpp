@@ -6,6 +6,7 @@
 
 #include "engine/context/ubatch_padding.h"
 #include "engine/graph/graph_context.h"
+#include "engine/memory/kv_cache_iswa.h"
 #include "engine/model/rope.h"
 #include "loom/error.h"
 
@@ -24,7 +25,6 @@ KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
         fail("context", "KV cache type {} is not supported (f32 or f16)", dtype_name(o.kv_type));
     }
     const int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : model.hparams().n_ctx_train;
-    // The naive attention multiplies V transposed; flash attention reads it as stored.
     if (o.n_seq_max <= 0) fail("context", "n_seq_max {} must be positive", o.n_seq_max);
     const int n_stream = o.kv_unified ? 1 : o.n_seq_max;
     if (n_ctx % n_stream != 0) {
@@ -34,26 +34,53 @@ KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
     return {.size = n_ctx,
             .type_k = o.kv_type,
             .type_v = o.kv_type,
+            // The naive attention multiplies V transposed; flash attention reads it as stored.
             .v_trans = !o.flash_attn,
             .k_only = model.hparams().is_mla,
             .n_stream = n_stream,
             .n_seq_max = o.n_seq_max};
 }
 
+// One KV cache for every layer, or, where some layers attend through a sliding window and others
+// over everything, a small cache for the window's layers beside the full one (KvCacheIswa).
+std::unique_ptr<Memory> make_memory(const Model &model, const ContextOptions &o) {
+    const HParams &hp = model.hparams();
+    KvCacheParams params = kv_params(model, o);
+    std::vector<int64_t> swa_layers;
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        if (hp.is_swa(il)) swa_layers.push_back(il);
+    }
+    if (swa_layers.empty()) return std::make_unique<KvCache>(hp, params);
+    if (int64_t(swa_layers.size()) == hp.n_layer) {  // all through the window: one cache
+        params.window = hp.swa;
+        return std::make_unique<KvCache>(hp, params);
+    }
+    return std::make_unique<KvCacheIswa>(hp, params, std::move(swa_layers), hp.swa, o.n_ubatch);
+}
+
+ContextOptions checked(ContextOptions o) {
+    if (o.n_ubatch <= 0 || o.n_batch <= 0 || o.n_seq_max <= 0) {
+        fail("context", "n_batch {}, n_ubatch {} and n_seq_max {} must be positive", o.n_batch,
+             o.n_ubatch, o.n_seq_max);
+    }
+    o.n_ubatch = std::min(o.n_ubatch, o.n_batch);
+    return o;
+}
+
 }  // namespace
+
+int64_t whole_windows(int64_t n) {
+    const int64_t window = KvCache::kWindowPad;
+    return std::max<int64_t>(1, (n + window - 1) / window) * window;
+}
 
 Context::Context(const Model &model, const ContextOptions &options)
     : model_(model),
-      options_(options),
-      kv_(model.hparams(), kv_params(model, options)),
+      options_(checked(options)),
+      memory_(make_memory(model, options_)),
       backend_(options.n_threads),
       allocator_(host_buffer_type()) {
-    options_.n_ctx = kv_.size();
-    if (options_.n_ubatch <= 0 || options_.n_batch <= 0 || options_.n_seq_max <= 0) {
-        fail("context", "n_batch {}, n_ubatch {} and n_seq_max {} must be positive",
-             options_.n_batch, options_.n_ubatch, options_.n_seq_max);
-    }
-    options_.n_ubatch = std::min(options_.n_ubatch, options_.n_batch);
+    options_.n_ctx = memory_->size();
 }
 
 void Context::check(const Batch &batch) const {
@@ -99,44 +126,34 @@ void Context::check(const Batch &batch) const {
         const SeqId seq = batch.seq_id[size_t(i)];
         Pos &expected = next[size_t(seq)];
         if (expected < 0) {
-            const Pos last = kv_.seq_pos_max(seq);
+            const Pos last = memory_->seq_pos_max(seq);
             expected = last < 0 ? batch.pos[size_t(i)] : last + 1;
         }
         if (batch.pos[size_t(i)] != expected) {
             fail("decode",
                  "sequence {} has position {} at batch index {} where {} comes next (its last "
                  "cached position is {})",
-                 seq, batch.pos[size_t(i)], i, expected, kv_.seq_pos_max(seq));
+                 seq, batch.pos[size_t(i)], i, expected, memory_->seq_pos_max(seq));
         }
         ++expected;
-    }
-    // Every stream must hold its tokens, checked before any ubatch runs so that a batch that
-    // does not fit leaves the cache as it was.
-    std::vector<int64_t> wanted(size_t(kv_.n_stream()), 0);
-    for (const SeqId seq : batch.seq_id) ++wanted[size_t(seq % kv_.n_stream())];
-    for (int stream = 0; stream < kv_.n_stream(); ++stream) {
-        const int64_t free = kv_.free_cells(stream), cells = kv_.size() / kv_.n_stream();
-        if (wanted[size_t(stream)] > free) {
-            fail("decode",
-                 "the context cannot take {} more tokens: {} of its {} cells are in use (raise "
-                 "--ctx-size)",
-                 wanted[size_t(stream)], cells - free, cells);
-        }
     }
 }
 
 void Context::decode(const Batch &batch) {
     check(batch);
-    if (kv_.has_shift()) apply_kv_shift();
+    const int n_stream = memory_->cache(0).n_stream();
+    const std::vector<Ubatch> ubatches =
+        split_batch(batch, options_.n_ubatch, model_.hparams().n_embd, n_stream);
+    // Every ubatch gets its cells before any runs, so that a batch that does not fit leaves the
+    // memory as it was.
+    std::vector<UbatchMemory> slots = memory_->plan(ubatches);
+    apply_kv_shift();
     n_outputs_ = std::count(batch.logits.begin(), batch.logits.end(), uint8_t(1));
     logits_.assign(size_t(n_outputs_ * model_.hparams().n_vocab), 0.0f);
-    for (const Ubatch &u :
-         split_batch(batch, options_.n_ubatch, model_.hparams().n_embd, kv_.n_stream())) {
-        decode_ubatch(u);
-    }
+    for (size_t i = 0; i < ubatches.size(); ++i) decode_ubatch(ubatches[i], std::move(slots[i]));
 }
 
-void Context::decode_ubatch(const Ubatch &u_in) {
+void Context::decode_ubatch(const Ubatch &u_in, UbatchMemory slots) {
     Ubatch u = u_in;
     // A graph needs at least one output row; a ubatch without one computes its last token's
     // logits and drops them.
@@ -145,23 +162,19 @@ void Context::decode_ubatch(const Ubatch &u_in) {
         u.output_rows.push_back(int32_t(u.n_tokens() - 1));
         u.output_ids.push_back(-1);
     }
-    if (!kv_.find_slot(u)) {
-        fail("decode", "the KV cache is full ({} cells)", kv_.size());
-    }
-    const int64_t n_kv = kv_.n_kv(u);
+    memory_->apply(u, slots);
     if (options_.pad_ubatches) {
-        kv_.repeat_slot(
+        slots.repeat(
             pad_ubatch(u, model_.hparams().n_embd, options_.n_ubatch / std::max(1, u.n_stream)));
     }
     const auto start = std::chrono::steady_clock::now();
     GraphParams params{.model = &model_,
-                       .kv = &kv_,
-                       .cparams = {.n_ctx = kv_.size(),
-                                   .n_ctx_seq = kv_.cells_per_stream(),
+                       .memory = memory_.get(),
+                       .cparams = {.n_ctx_seq = memory_->cache(0).cells_per_stream(),
                                    .flash_attn = options_.flash_attn},
                        .ubatch = u,
-                       .n_outputs = u.n_outputs(),
-                       .n_kv = n_kv};
+                       .slots = std::move(slots),
+                       .n_outputs = u.n_outputs()};
     if (options_.graph_reuse && graph_ != nullptr && graph_->can_reuse(params)) {
         ++stats_.graph_reuses;
     } else {
@@ -171,8 +184,7 @@ void Context::decode_ubatch(const Ubatch &u_in) {
         allocator_.allocate(*graph_->graph());
         ++stats_.graph_builds;
     }
-    graph_->set_params(params);
-    graph_->set_inputs(graph_->params());
+    graph_->set_inputs(std::move(params));
     stats_.build_seconds += seconds_since(start);
 
     const auto compute_start = std::chrono::steady_clock::now();
@@ -197,26 +209,34 @@ std::span<const float> Context::logits(int64_t i) const {
 }
 
 void Context::apply_kv_shift() {
-    const std::vector<int32_t> deltas = kv_.take_shift();
-    if (model_.arch().positions != PositionEncoding::rope) return;
+    for (int i = 0; i < memory_->n_caches(); ++i) {
+        KvCache &kv = memory_->cache(i);
+        if (!kv.has_shift()) continue;
+        const std::vector<int32_t> deltas = kv.take_shift();
+        if (model_.arch().positions == PositionEncoding::rope) rotate_k(kv, deltas);
+    }
+}
+
+void Context::rotate_k(const KvCache &kv, const std::vector<int32_t> &deltas) {
     const HParams &hp = model_.hparams();
-    // Four nodes per layer: a graph of 8 * n_layer nodes has room, each record under 1 KiB.
-    const size_t n_nodes = size_t(8 * hp.n_layer + 16);
+    const auto n_layers = int64_t(kv.layers().size());
+    // Four nodes per layer: a graph of 8 * n_layers nodes has room, each record under 1 KiB.
+    const size_t n_nodes = size_t(8 * n_layers + 16);
     loom::Context ctx({.mem_size = n_nodes * 1024 + n_nodes * 64, .no_alloc = true});
     Graph *graph = new_graph(ctx, n_nodes);
-    Tensor *pos = set_input(ctx.new_tensor(DType::I32, {kv_.size()}));
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-        Tensor *k = kv_.k(il);
+    Tensor *pos = set_input(ctx.new_tensor(DType::I32, {kv.size()}));
+    for (const int64_t il : kv.layers()) {
+        Tensor *k = kv.k(il);
         const size_t elt = traits(k->type).type_size;
         // The rotary dims of each head, [n_rot, n_head_kv, cells]: rope rotates each cell by its
         // own position delta, and rotations by angles add, so this turns K at the old position
         // into K at the new one.
         Tensor *heads =
-            view_3d(ctx, k, hp.n_rot, hp.n_head_kv, kv_.size(), size_t(hp.n_embd_head_k) * elt,
+            view_3d(ctx, k, hp.n_rot, hp.n_head_kv, kv.size(), size_t(hp.n_embd_head_k) * elt,
                     k->nb[1], size_t(hp.k_rope_offset()) * elt);
         Tensor *rotated =
-            rope_ext(ctx, cast(ctx, heads, DType::F32), pos, rope_shift_params(model_),
-                     rope_factors(model_, kv_.cells_per_stream()));
+            rope_ext(ctx, cast(ctx, heads, DType::F32), pos, rope_shift_params(model_, il),
+                     rope_factors(model_, memory_->cache(0).cells_per_stream()));
         build_forward_expand(graph, cpy(ctx, rotated, heads));
     }
     // Its plan may grow the allocator's buffer, which the kept graph's tensors point into.

@@ -1,13 +1,13 @@
 #pragma once
-// A model ready to decode: the KV cache, the compute backend and the graph of the last ubatch
-// (kept and reused while the next ubatch fits it).
+// A model ready to decode: its memory of past tokens (KV caches), the compute backend and the
+// graph of the last ubatch (kept and reused while the next ubatch fits it).
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "engine/context/batch.h"
 #include "engine/graph/graph_result.h"
-#include "engine/kv_cache/kv_cache.h"
+#include "engine/memory/memory.h"
 #include "engine/model/model.h"
 #include "loom/alloc.h"
 #include "loom/cpu.h"
@@ -34,6 +34,10 @@ struct ContextOptions {
     bool pad_ubatches = false;
 };
 
+// The smallest context that holds n tokens in whole attention windows (KvCache::kWindowPad
+// cells): one sequence alone and in a batch then attend over the same number of cells.
+int64_t whole_windows(int64_t n);
+
 struct DecodeStats {
     int64_t graph_builds = 0;
     int64_t graph_reuses = 0;
@@ -57,7 +61,9 @@ class Context {
 
     const Model &model() const { return model_; }
     const ContextOptions &options() const { return options_; }
-    KvCache &kv() { return kv_; }
+    // What the context remembers: sequence operations (seq_rm, seq_cp, ...), sizes.
+    Memory &memory() { return *memory_; }
+    const Memory &memory() const { return *memory_; }
     const DecodeStats &stats() const { return stats_; }
     // Sees every node of every graph after it is computed (CpuBackend::set_eval_callback).
     void set_eval_callback(CpuBackend::EvalCallback callback) {
@@ -67,12 +73,14 @@ class Context {
 
   private:
     void check(const Batch &batch) const;
-    void decode_ubatch(const Ubatch &u);
+    void decode_ubatch(const Ubatch &u, UbatchMemory slots);
+    // Rotates cached K by the position shifts the sequence operations left.
     void apply_kv_shift();
+    void rotate_k(const KvCache &kv, const std::vector<int32_t> &deltas);
 
     const Model &model_;
     ContextOptions options_;
-    KvCache kv_;
+    std::unique_ptr<Memory> memory_;
     CpuBackend backend_;
     GraphAllocator allocator_;
     std::unique_ptr<GraphResult> graph_;

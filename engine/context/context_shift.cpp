@@ -12,7 +12,7 @@ void require_context_shift(const Model &model, const char *command) {
          model.hparams().arch);
 }
 
-Pos shift_context(KvCache &kv, SeqId seq, Pos n_past, Pos n_keep) {
+Pos shift_context(Memory &kv, SeqId seq, Pos n_past, Pos n_keep) {
     const Pos n_discard = (n_past - n_keep) / 2;
     kv.seq_rm(seq, n_keep, n_keep + n_discard);
     kv.seq_add(seq, n_keep + n_discard, n_past, -n_discard);

@@ -12,6 +12,6 @@ void require_context_shift(const Model &model, const char *command);
 
 // Shifts sequence `seq`, whose positions [0, n_past) are in use, keeping its first n_keep
 // (n_keep < n_past - 1). Returns the positions in use after it.
-Pos shift_context(KvCache &kv, SeqId seq, Pos n_past, Pos n_keep);
+Pos shift_context(Memory &kv, SeqId seq, Pos n_past, Pos n_keep);
 
 }  // namespace loom::engine

@@ -11,13 +11,11 @@ GraphContext::GraphContext(const GraphParams &params, GraphResult &result)
     : model(*params.model),
       hp(params.model->hparams()),
       w(params.model->weights()),
-      kv(params.kv),
+      memory(params.memory),
       ubatch(params.ubatch),
       n_tokens(params.ubatch.n_tokens()),
       n_outputs(params.n_outputs),
-      n_kv(params.n_kv),
       flash_attn(params.cparams.flash_attn),
-      rope(rope_params(*params.model)),
       rope_factors(engine::rope_factors(*params.model, params.cparams.n_ctx_seq)),
       ctx0(result.ctx()),
       gf(new_graph(result.ctx(), kGraphNodes)),
@@ -68,25 +66,42 @@ Tensor *GraphContext::build_inp_out_ids() {
 }
 
 InputAttnKv *GraphContext::build_attn_inp_kv() {
-    if (kv == nullptr) fail("graph", "{} needs a KV cache", hp.arch);
+    if (memory == nullptr) fail("graph", "{} needs a KV cache", hp.arch);
     auto *inp = res_.add_input(std::make_unique<InputAttnKv>());
-    inp->k_idxs = name(set_input(ctx0.new_tensor(DType::I64, {n_tokens})), "inp_k_idxs");
-    inp->v_idxs =
-        name(set_input(ctx0.new_tensor(DType::I64, {kv->v_idxs_count(n_tokens)})), "inp_v_idxs");
     const int64_t ns = ubatch.n_stream;
-    inp->kq_mask =
-        name(set_input(ctx0.new_tensor(DType::F32, {n_kv, n_tokens / ns, 1, ns})), "kq_mask");
+    for (int i = 0; i < memory->n_caches(); ++i) {
+        const KvCache &kv = memory->cache(i);
+        const int64_t n_kv = params_.slots.slots.at(size_t(i)).n_kv;
+        const std::string tag = i == 0 ? "" : "_" + std::to_string(i);
+        InputAttnKv::PerCache c;
+        c.k_idxs =
+            name(set_input(ctx0.new_tensor(DType::I64, {n_tokens})), ("inp_k_idxs" + tag).c_str());
+        if (!kv.k_only()) {
+            c.v_idxs = name(set_input(ctx0.new_tensor(DType::I64, {kv.v_idxs_count(n_tokens)})),
+                            ("inp_v_idxs" + tag).c_str());
+        }
+        c.kq_mask = name(set_input(ctx0.new_tensor(DType::F32, {n_kv, n_tokens / ns, 1, ns})),
+                         ("kq_mask" + tag).c_str());
+        inp->caches.push_back(c);
+    }
     return inp;
 }
 
 InputAttnKv *GraphContext::build_attn_inp_k() {
-    if (kv == nullptr || !kv->k_only()) fail("graph", "{} needs a K-only cache", hp.arch);
-    auto *inp = res_.add_input(std::make_unique<InputAttnKv>());
-    inp->k_idxs = name(set_input(ctx0.new_tensor(DType::I64, {n_tokens})), "inp_k_idxs");
-    const int64_t ns = ubatch.n_stream;
-    inp->kq_mask =
-        name(set_input(ctx0.new_tensor(DType::F32, {n_kv, n_tokens / ns, 1, ns})), "kq_mask");
-    return inp;
+    if (memory == nullptr) fail("graph", "{} needs a K-only cache", hp.arch);
+    for (int i = 0; i < memory->n_caches(); ++i) {
+        if (!memory->cache(i).k_only()) fail("graph", "{} needs a K-only cache", hp.arch);
+    }
+    return build_attn_inp_kv();
+}
+
+Tensor *GraphContext::build_inp_attn_scale() {
+    auto *inp = res_.add_input(std::make_unique<InputAttnScale>());
+    inp->temp_scale = hp.f_attn_temp_scale;
+    inp->floor_scale = hp.n_attn_temp_floor_scale;
+    inp->offset = hp.f_attn_temp_offset;
+    inp->scale = name(set_input(ctx0.new_tensor(DType::F32, {1, 1, n_tokens})), "inp_attn_scale");
+    return inp->scale;
 }
 
 InputAttnNoCache *GraphContext::build_attn_inp_no_cache() {
@@ -132,6 +147,8 @@ Qkv GraphContext::build_qkv(const LayerWeights &l, Tensor *cur, int64_t il) {
 }
 
 Tensor *GraphContext::build_activation(Tensor *gate, Tensor *up, Activation act) {
+    // OpenAI's constants for gpt-oss (its reference implementation's swiglu).
+    constexpr float kOaiAlpha = 1.702f, kOaiLimit = 7.0f;
     if (gate == nullptr) {
         switch (act) {
             case Activation::silu:
@@ -140,6 +157,8 @@ Tensor *GraphContext::build_activation(Tensor *gate, Tensor *up, Activation act)
                 return gelu(ctx0, up);
             case Activation::relu:
                 return relu(ctx0, up);
+            case Activation::swiglu_oai:
+                fail("graph", "swiglu_oai needs a gate");
         }
     }
     switch (act) {
@@ -149,6 +168,8 @@ Tensor *GraphContext::build_activation(Tensor *gate, Tensor *up, Activation act)
             return geglu_split(ctx0, gate, up);
         case Activation::relu:
             return mul(ctx0, relu(ctx0, gate), up);
+        case Activation::swiglu_oai:
+            return swiglu_oai(ctx0, gate, up, kOaiAlpha, kOaiLimit);
     }
     fail("graph", "unknown activation");
 }
@@ -168,17 +189,19 @@ Tensor *GraphContext::build_ffn(Tensor *cur, const FfnWeights &ffn, int64_t il) 
 }
 
 Tensor *GraphContext::build_rope(Tensor *x, Tensor *pos, int64_t il) {
-    return rope_ext(ctx0, x, pos, rope, rope_factors);
+    return rope_ext(ctx0, x, pos, rope_params(model, il), rope_factors);
 }
 
 Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, Tensor *kq_mask,
-                                     float kq_scale, int64_t il, Tensor *v_mla) {
+                                     const AttnOptions &o, int64_t il) {
     Tensor *cur;
-    if (flash_attn) {
+    if (flash_attn && o.kq_b == nullptr) {
         // [head_dim_v, n_head, n_q, ns]
-        cur = flash_attn_ext(ctx0, q, k, v, kq_mask, {.scale = kq_scale});
-        if (v_mla != nullptr) {  // as a matrix product with the queries in dim 1
-            cur = mul_mat(ctx0, v_mla, permute(ctx0, cur, 0, 2, 1, 3));
+        cur = flash_attn_ext(
+            ctx0, q, k, v, kq_mask,
+            {.scale = o.kq_scale, .max_bias = o.max_bias, .logit_softcap = o.softcap}, o.sinks);
+        if (o.v_mla != nullptr) {  // as a matrix product with the queries in dim 1
+            cur = mul_mat(ctx0, o.v_mla, permute(ctx0, cur, 0, 2, 1, 3));
             cur = cont(ctx0, permute(ctx0, cur, 0, 2, 1, 3));
         }
     } else {
@@ -192,55 +215,67 @@ Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_tra
         Tensor *kq = mul_mat(ctx0, k, q_grouped);
         kq = name(reshape(ctx0, kq, {kq->ne[0], n_q, n_head, ns}), "kq",
                   il);  // [n_kv, n_q, n_head, ns]
-        kq = name(soft_max_ext(ctx0, kq, kq_mask, {.scale = kq_scale}), "kq_soft_max", il);
+        if (o.softcap != 0.0f) {
+            kq = scale(ctx0, tanh(ctx0, scale(ctx0, kq, 1.0f / o.softcap)), o.softcap);
+            name(kq, "kq_softcapped", il);
+        }
+        if (o.kq_b != nullptr) kq = name(add(ctx0, kq, o.kq_b), "kq_plus_kq_b", il);
+        kq =
+            soft_max_ext(ctx0, kq, kq_mask, {.scale = o.kq_scale, .max_bias = o.max_bias}, o.sinks);
+        name(kq, "kq_soft_max", il);
         // V as [n_kv, head_dim_v, n_head_kv, ns]: each output a dot product over the cells
         if (!v_trans) v = cont(ctx0, permute(ctx0, v, 1, 0, 2, 3));
         Tensor *kqv = mul_mat(ctx0, v, reshape(ctx0, kq, {kq->ne[0], n_q * n_gqa, n_head_kv, ns}));
         kqv = reshape(ctx0, kqv, {kqv->ne[0], n_q, n_head, ns});  // [head_dim_v, n_q, n_head, ns]
-        if (v_mla != nullptr) kqv = name(mul_mat(ctx0, v_mla, kqv), "kqv_mla", il);
+        if (o.v_mla != nullptr) kqv = name(mul_mat(ctx0, o.v_mla, kqv), "kqv_mla", il);
         cur = cont(ctx0, permute(ctx0, kqv, 0, 2, 1, 3));  // [head_dim_v, n_head, n_q, ns]
     }
     // the tokens back in the ubatch's order
     return name(reshape(ctx0, cur, {cur->ne[0] * cur->ne[1], n_tokens}), "kqv_out", il);
 }
 
-Tensor *GraphContext::build_attn(InputAttnKv *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur,
-                                 Tensor *k_cur, Tensor *v_cur, float kq_scale, int64_t il,
-                                 Tensor *v_mla) {
+Tensor *GraphContext::build_attn(InputAttnKv *inp, Qkv cur, const AttnOptions &o, int64_t il) {
+    const int i = memory->cache_of_layer(il);
+    const KvCache &kv = memory->cache(i);
+    const InputAttnKv::PerCache &in = inp->caches.at(size_t(i));
+    const int64_t n_kv = params_.slots.slots.at(size_t(i)).n_kv;
     // The writes come first in the graph, so the reads below see this ubatch's K and V.
-    Tensor *k_2d = reshape(ctx0, cont(ctx0, k_cur), {hp.n_embd_k_gqa(), n_tokens});
-    build_forward_expand(gf, name(kv->store_k(ctx0, il, k_2d, inp->k_idxs), "k_store", il));
-    if (inp->v_idxs != nullptr) {
-        Tensor *v_2d = reshape(ctx0, cont(ctx0, v_cur), {hp.n_embd_v_gqa(), n_tokens});
-        build_forward_expand(gf, name(kv->store_v(ctx0, il, v_2d, inp->v_idxs), "v_store", il));
+    Tensor *k_2d = reshape(ctx0, cont(ctx0, cur.k), {hp.n_embd_k_gqa(), n_tokens});
+    build_forward_expand(gf, name(kv.store_k(ctx0, il, k_2d, in.k_idxs), "k_store", il));
+    if (in.v_idxs != nullptr) {
+        Tensor *v_2d = reshape(ctx0, cont(ctx0, cur.v), {hp.n_embd_v_gqa(), n_tokens});
+        build_forward_expand(gf, name(kv.store_v(ctx0, il, v_2d, in.v_idxs), "v_store", il));
     }
 
     // The ubatch's tokens are n_stream runs of n_tps, one per KV stream: the streams become
     // dimension 3 of every product, each attending over its own cells.
     const int ns = ubatch.n_stream;
     const int64_t n_tps = n_tokens / ns;
-    if (!q_cur->is_contiguous()) q_cur = cont(ctx0, q_cur);
+    Tensor *q_cur = cur.q->is_contiguous() ? cur.q : cont(ctx0, cur.q);
     q_cur = reshape(ctx0, q_cur, {q_cur->ne[0], q_cur->ne[1], n_tps, ns});
-    Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);                // [head_dim, n_tps, n_head, ns]
-    Tensor *k = kv->k_view(ctx0, il, n_kv, ubatch.stream0, ns);  // [head_dim, n_kv, n_head_kv, ns]
-    Tensor *v = kv->v_view(ctx0, il, n_kv, ubatch.stream0, ns);
-    Tensor *cur = build_attn_mha(q, k, v, kv->v_trans(), inp->kq_mask, kq_scale, il, v_mla);
-    return wo == nullptr ? cur : name(build_linear(wo, cur, wo_b), "attn_out", il);
+    Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);               // [head_dim, n_tps, n_head, ns]
+    Tensor *k = kv.k_view(ctx0, il, n_kv, ubatch.stream0, ns);  // [head_dim, n_kv, n_head_kv, ns]
+    Tensor *v = kv.v_view(ctx0, il, n_kv, ubatch.stream0, ns);
+    Tensor *out = build_attn_mha(q, k, v, kv.v_trans(), in.kq_mask, o, il);
+    return o.wo == nullptr ? out : name(build_linear(o.wo, out, o.wo_b), "attn_out", il);
 }
 
-Tensor *GraphContext::build_attn(InputAttnNoCache *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur,
-                                 Tensor *k_cur, Tensor *v_cur, float kq_scale, int64_t il) {
-    Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head]
-    Tensor *k = permute(ctx0, k_cur, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head_kv]
-    Tensor *v = permute(ctx0, v_cur, 0, 2, 1, 3);
-    Tensor *cur = build_attn_mha(q, k, v, false, inp->kq_mask, kq_scale, il);
-    return wo == nullptr ? cur : name(build_linear(wo, cur, wo_b), "attn_out", il);
+Tensor *GraphContext::build_attn(InputAttnNoCache *inp, Qkv cur, const AttnOptions &o, int64_t il) {
+    Tensor *q = permute(ctx0, cur.q, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head]
+    Tensor *k = permute(ctx0, cur.k, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head_kv]
+    Tensor *v = permute(ctx0, cur.v, 0, 2, 1, 3);
+    Tensor *out = build_attn_mha(q, k, v, false, inp->kq_mask, o, il);
+    return o.wo == nullptr ? out : name(build_linear(o.wo, out, o.wo_b), "attn_out", il);
 }
 
 void GraphContext::build_logits(Tensor *cur) {
     res_.embd = name(cur, "result_norm");
     Tensor *logits = build_linear(w.output, cur);
     if (hp.f_logit_scale != 0.0f) logits = scale(ctx0, logits, hp.f_logit_scale);
+    if (hp.f_final_logit_softcap != 0.0f) {
+        const float cap = hp.f_final_logit_softcap;
+        logits = scale(ctx0, tanh(ctx0, scale(ctx0, logits, 1.0f / cap)), cap);
+    }
     res_.logits = name(set_output(logits), "result_output");
     build_forward_expand(gf, res_.logits);
 }

@@ -5,7 +5,7 @@
 #include "engine/graph/graph_inputs.h"
 #include "engine/graph/graph_params.h"
 #include "engine/graph/graph_result.h"
-#include "engine/kv_cache/kv_cache.h"
+#include "engine/memory/kv_cache.h"
 #include "engine/model/model.h"
 #include "engine/model/rope.h"
 
@@ -15,7 +15,9 @@ namespace loom::engine {
 inline constexpr size_t kGraphNodes = 16384;
 
 enum class NormType { rms, layer };
-enum class Activation { silu, gelu, relu };
+// The feed-forward's activation; with a gate: act(gate) * up. swiglu_oai (gpt-oss) is gated only:
+// min(gate, 7) * sigmoid(1.702 min(gate, 7)) * (clamp(up, -7, 7) + 1).
+enum class Activation { silu, gelu, relu, swiglu_oai };
 
 // A feed-forward block: down(act(gate(x)) * up(x)) when gate is given, else down(act(up(x))).
 // With up_holds_gate, up [n_embd, 2 n_ff] is both: the gate's rows first, then the up ones
@@ -33,6 +35,25 @@ struct Qkv {
     Tensor *q, *k, *v;
 };
 
+// How a layer attends, beyond Q, K and V.
+struct AttnOptions {
+    // The output projection [n_head * head_dim_v, n_embd] (+ bias); none: the heads' outputs.
+    Tensor *wo = nullptr, *wo_b = nullptr;
+    float kq_scale = 1.0f;  // the scores q·k multiplied by it
+    // Soft-capping of the scores (0: none): cap * tanh(s / cap). As in ggml, the flash path caps
+    // the scaled scores and the naive path the raw ones (its softmax scales after): the same
+    // where kq_scale is 1, as Gemma 2 has it (it scales Q instead).
+    float softcap = 0.0f;
+    float max_bias = 0.0f;    // ALiBi's largest bias (0: none)
+    Tensor *sinks = nullptr;  // F32 [n_head]: a logit per head that takes weight but has no value
+    // F32 [n_kv, n_tokens / ns, n_head, ns] added to the scores (their mask's shape per head);
+    // the naive path runs where it is given.
+    Tensor *kq_b = nullptr;
+    // [kv_lora_rank, head_dim_v, n_head]: each head's attended latent turned into its V output
+    // (latent attention).
+    Tensor *v_mla = nullptr;
+};
+
 // How a router's logits become expert probabilities.
 enum class MoeGating {
     softmax,         // softmax over all experts
@@ -43,10 +64,12 @@ enum class MoeGating {
 
 // A mixture-of-experts feed-forward block's weights: the router gate_inp [n_embd, n_expert]
 // (+ gate_inp_b), the experts stacked [.., .., n_expert] (gate and up separate, or merged
-// gate_up_exps [n_embd, 2 * n_ff, n_expert]), and an optional selection bias [n_expert].
+// gate_up_exps [n_embd, 2 * n_ff, n_expert]) with optional per-expert biases [n_out, n_expert]
+// (gpt-oss), and an optional selection bias [n_expert].
 struct MoeWeights {
     Tensor *gate_inp = nullptr, *gate_inp_b = nullptr;
     Tensor *up_exps = nullptr, *gate_exps = nullptr, *gate_up_exps = nullptr, *down_exps = nullptr;
+    Tensor *up_exps_b = nullptr, *gate_exps_b = nullptr, *down_exps_b = nullptr;
     Tensor *exp_probs_b = nullptr;
 };
 
@@ -70,12 +93,11 @@ class GraphContext {
     const Model &model;
     const HParams &hp;
     const ModelWeights &w;
-    const KvCache *const kv;  // null for a graph without a cache
+    const Memory *const memory;  // null for a graph without one
     const Ubatch &ubatch;
-    const int64_t n_tokens, n_outputs, n_kv;
+    const int64_t n_tokens, n_outputs;
     const bool flash_attn;
-    const RopeParams rope;       // the model's rotary embedding (engine/model/rope.h)
-    Tensor *const rope_factors;  // its frequency factors for this context, or null
+    Tensor *const rope_factors;  // the rotary embedding's frequency factors, or null
     loom::Context &ctx0;
     Graph *const gf;
 
@@ -83,9 +105,12 @@ class GraphContext {
     Tensor *build_inp_embd();     // F32 [n_embd, n_tokens]
     Tensor *build_inp_pos();      // I32 [n_tokens * the architecture's n_pos_per_embd]
     Tensor *build_inp_out_ids();  // I32 [n_outputs], null when every token is an output
+    // Attention over the memory's KV caches (each layer over the one that holds it).
     InputAttnKv *build_attn_inp_kv();
     // The same for a cache holding K alone (latent attention: V is read from K).
     InputAttnKv *build_attn_inp_k();
+    // The attention temperature of each token (HParams::f_attn_temp_scale): F32 [1, 1, n_tokens].
+    Tensor *build_inp_attn_scale();
     // Attention among the ubatch's own tokens, nothing cached (encoders, embeddings): causal as
     // the compute params say, each sequence apart.
     InputAttnNoCache *build_attn_inp_no_cache();
@@ -103,18 +128,16 @@ class GraphContext {
     Tensor *build_moe_ffn(Tensor *cur, const MoeWeights &moe, const MoeOptions &options,
                           int64_t il);
     // Rotary embedding of x [head_dim, n_heads, n_tokens] at the positions `pos`, as the
-    // architecture's rope mode and the model's frequencies say.
+    // architecture's rope mode and layer il's frequencies say (engine/model/rope.h).
     Tensor *build_rope(Tensor *x, Tensor *pos, int64_t il);
-    // Stores k_cur / v_cur [head_dim, n_head_kv, n_tokens] in the cache, attends q_cur
-    // [head_dim, n_head, n_tokens] over it and projects with wo (when given): [n_embd, n_tokens].
-    // With a K-only input v_cur is not stored (it is a view of k_cur), and v_mla
-    // [kv_lora_rank, head_dim_v, n_head] turns each head's attended latent into its V output.
-    Tensor *build_attn(InputAttnKv *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur, Tensor *k_cur,
-                       Tensor *v_cur, float kq_scale, int64_t il, Tensor *v_mla = nullptr);
-    // The same over k_cur / v_cur alone.
-    Tensor *build_attn(InputAttnNoCache *inp, Tensor *wo, Tensor *wo_b, Tensor *q_cur,
-                       Tensor *k_cur, Tensor *v_cur, float kq_scale, int64_t il);
-    // The LM head on the final hidden state [n_embd, n_outputs]: logits F32 [n_vocab, n_outputs].
+    // Stores cur.k / cur.v [head_dim, n_head_kv, n_tokens] in the cache of layer il, attends cur.q
+    // [head_dim, n_head, n_tokens] over it and projects with the options' wo when given:
+    // [n_embd, n_tokens]. With a K-only input cur.v is not stored (it is a view of cur.k).
+    Tensor *build_attn(InputAttnKv *inp, Qkv cur, const AttnOptions &options, int64_t il);
+    // The same over cur.k / cur.v alone.
+    Tensor *build_attn(InputAttnNoCache *inp, Qkv cur, const AttnOptions &options, int64_t il);
+    // The LM head on the final hidden state [n_embd, n_outputs]: logits F32 [n_vocab, n_outputs],
+    // multiplied by HParams::f_logit_scale and soft-capped by f_final_logit_softcap where set.
     void build_logits(Tensor *cur);
 
     // Names a node "<name>-<il>" (or "<name>" for il < 0) and returns it.
@@ -126,7 +149,7 @@ class GraphContext {
     // naive, each head's output then multiplied by v_mla when given: [head_dim_out * n_head,
     // n_tokens].
     Tensor *build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, Tensor *kq_mask,
-                           float kq_scale, int64_t il, Tensor *v_mla = nullptr);
+                           const AttnOptions &options, int64_t il);
     // act(gate) * up (or act(up) without a gate), any shape.
     Tensor *build_activation(Tensor *gate, Tensor *up, Activation act);
     // The MoE router: experts' probabilities (unbiased, for the weights) and the k chosen.

@@ -1,9 +1,10 @@
 #include "engine/graph/graph_inputs.h"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "engine/kv_cache/kv_cache.h"
+#include "engine/memory/kv_cache.h"
 
 namespace loom::engine {
 
@@ -47,14 +48,42 @@ bool InputOutIds::can_reuse(const GraphParams &params) const {
 }
 
 void InputAttnKv::set_input(const GraphParams &params) {
-    params.kv->fill_k_idxs(static_cast<int64_t *>(k_idxs->data));
-    if (v_idxs != nullptr) params.kv->fill_v_idxs(static_cast<int64_t *>(v_idxs->data));
-    params.kv->fill_mask(params.ubatch, kq_mask->ne[0], static_cast<float *>(kq_mask->data));
+    for (size_t i = 0; i < caches.size(); ++i) {
+        const KvCache &kv = params.memory->cache(int(i));
+        const KvSlot &slot = params.slots.slots[i];
+        kv.fill_k_idxs(slot, static_cast<int64_t *>(caches[i].k_idxs->data));
+        if (caches[i].v_idxs != nullptr) {
+            kv.fill_v_idxs(slot, static_cast<int64_t *>(caches[i].v_idxs->data));
+        }
+        kv.fill_mask(params.ubatch, caches[i].kq_mask->ne[0],
+                     static_cast<float *>(caches[i].kq_mask->data));
+    }
 }
 
 bool InputAttnKv::can_reuse(const GraphParams &params) const {
-    return kq_mask->ne[0] == params.n_kv && kq_mask->ne[3] == params.ubatch.n_stream &&
-           k_idxs->ne[0] == params.ubatch.n_tokens();
+    if (caches.size() != params.slots.slots.size()) return false;
+    for (size_t i = 0; i < caches.size(); ++i) {
+        const Tensor *mask = caches[i].kq_mask;
+        if (mask->ne[0] != params.slots.slots[i].n_kv || mask->ne[3] != params.ubatch.n_stream ||
+            caches[i].k_idxs->ne[0] != params.ubatch.n_tokens()) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void InputAttnScale::set_input(const GraphParams &params) {
+    auto *out = static_cast<float *>(scale->data);
+    const std::vector<Pos> &pos = params.ubatch.pos;
+    for (size_t t = 0; t < pos.size(); ++t) {
+        // In float up to the floor, then double, as llama.cpp computes it.
+        const float chunk = std::floor((float(pos[t]) + offset) / float(floor_scale));
+        out[t] = float(std::log(double(chunk) + 1.0) * double(temp_scale) + 1.0);
+    }
+}
+
+bool InputAttnScale::can_reuse(const GraphParams &params) const {
+    return scale->ne[2] == params.ubatch.n_tokens();
 }
 
 void InputAttnNoCache::set_input(const GraphParams &params) {

@@ -35,13 +35,29 @@ class InputOutIds : public GraphInput {
     bool can_reuse(const GraphParams &params) const override;
 };
 
-// Attention over the KV cache: where this ubatch's K and V go and what each token may see.
+// Attention over the memory's KV caches: for each, where this ubatch's K and V go and what each
+// token may see (a layer uses the tensors of the cache that holds it).
 class InputAttnKv : public GraphInput {
   public:
-    Tensor *k_idxs = nullptr;   // I64 [n_tokens]
-    Tensor *v_idxs = nullptr;   // I64 [n_tokens] (or one per element of V when V is transposed);
-                                // null for a K-only cache
-    Tensor *kq_mask = nullptr;  // F32 [n_kv, n_tokens / n_stream, 1, n_stream]
+    struct PerCache {
+        Tensor *k_idxs = nullptr;   // I64 [n_tokens]
+        Tensor *v_idxs = nullptr;   // I64 [n_tokens] (or one per element of V when V is
+                                    // transposed); null for a K-only cache
+        Tensor *kq_mask = nullptr;  // F32 [n_kv, n_tokens / n_stream, 1, n_stream]
+    };
+    std::vector<PerCache> caches;  // in the order of Memory::cache()
+    void set_input(const GraphParams &params) override;
+    bool can_reuse(const GraphParams &params) const override;
+};
+
+// The attention temperature of each token, F32 [1, 1, n_tokens], which Q is multiplied by
+// (HParams::f_attn_temp_scale).
+class InputAttnScale : public GraphInput {
+  public:
+    Tensor *scale = nullptr;
+    float temp_scale = 0.0f;
+    int64_t floor_scale = 1;
+    float offset = 0.0f;
     void set_input(const GraphParams &params) override;
     bool can_reuse(const GraphParams &params) const override;
 };

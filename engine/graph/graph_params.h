@@ -4,16 +4,15 @@
 #include <cstdint>
 
 #include "engine/context/batch.h"
+#include "engine/memory/memory.h"
 #include "engine/model/hparams.h"
 
 namespace loom::engine {
 
 class Model;
-class KvCache;
 
 // The run parameters a graph depends on (the rest of the context's options do not matter to it).
 struct ComputeParams {
-    int64_t n_ctx = 0;
     int64_t n_ctx_seq = 0;  // cells one sequence can hold (LongRoPE picks its factors by it)
     bool flash_attn = false;
     bool causal = true;
@@ -21,19 +20,23 @@ struct ComputeParams {
 
 struct GraphParams {
     const Model *model = nullptr;
-    const KvCache *kv = nullptr;
+    const Memory *memory = nullptr;  // null for a graph without one
     ComputeParams cparams;
     Ubatch ubatch;          // a copy: the graph's shapes come from it
+    UbatchMemory slots;     // the ubatch's slot in each KV cache of the memory (applied)
     int64_t n_outputs = 0;  // tokens whose logits the graph returns
-    int64_t n_kv = 0;       // KV cells attended over
 
     // Same handles, options and shapes: the built graph computes this ubatch once its inputs are
     // set.
     bool allow_reuse(const GraphParams &other) const {
-        return model == other.model && kv == other.kv &&
+        if (slots.slots.size() != other.slots.slots.size()) return false;
+        for (size_t i = 0; i < slots.slots.size(); ++i) {
+            if (slots.slots[i].n_kv != other.slots.slots[i].n_kv) return false;
+        }
+        return model == other.model && memory == other.memory &&
                cparams.flash_attn == other.cparams.flash_attn &&
                cparams.causal == other.cparams.causal && n_outputs == other.n_outputs &&
-               n_kv == other.n_kv && ubatch.n_tokens() == other.ubatch.n_tokens() &&
+               ubatch.n_tokens() == other.ubatch.n_tokens() &&
                ubatch.has_embd() == other.ubatch.has_embd() &&
                ubatch.is_mixed() == other.ubatch.is_mixed() &&
                // the KV views' offsets select the streams

@@ -14,8 +14,9 @@ bool GraphResult::can_reuse(const GraphParams &params) const {
     return true;
 }
 
-void GraphResult::set_inputs(const GraphParams &params) {
-    for (const auto &input : inputs_) input->set_input(params);
+void GraphResult::set_inputs(GraphParams params) {
+    params_ = std::move(params);
+    for (const auto &input : inputs_) input->set_input(params_);
 }
 
 }  // namespace loom::engine

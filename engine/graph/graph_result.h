@@ -25,8 +25,9 @@ class GraphResult {
     loom::Context &ctx() { return *ctx_; }
     Graph *graph() const { return graph_; }
     void set_graph(Graph *g) { graph_ = g; }
+    // The params of the ubatch the graph computes next (those it was built for, or a later
+    // ubatch it is reused for).
     const GraphParams &params() const { return params_; }
-    void set_params(const GraphParams &p) { params_ = p; }
 
     template <typename T>
     T *add_input(std::unique_ptr<T> input) {
@@ -35,7 +36,8 @@ class GraphResult {
         return raw;
     }
     bool can_reuse(const GraphParams &params) const;
-    void set_inputs(const GraphParams &params);
+    // Takes params as the graph's and fills every input for their ubatch.
+    void set_inputs(GraphParams params);
 
     Tensor *logits = nullptr;  // F32 [n_vocab, n_outputs]
     Tensor *embd = nullptr;    // F32 [n_embd, n_outputs]: the final hidden state

@@ -91,6 +91,18 @@ Tensor *GraphContext::build_moe_ffn(Tensor *cur, const MoeWeights &moe, const Mo
     }
     name(weights, "ffn_moe_weights", il);
 
+    // Each chosen expert's bias row added to its output t [n_out, k, n_tokens] (ggml's add_id).
+    Tensor *selected_flat = nullptr;
+    auto add_bias = [&](Tensor *t, Tensor *bias) {
+        if (bias == nullptr) return t;
+        if (selected_flat == nullptr) {
+            selected_flat = reshape(
+                ctx0, selected->is_contiguous() ? selected : cont(ctx0, selected), {k * n_tok});
+        }
+        Tensor *rows = get_rows(ctx0, bias, selected_flat);  // [n_out, k * n_tokens]
+        return add(ctx0, t, reshape(ctx0, rows, {t->ne[0], k, n_tok}));
+    };
+
     // Every chosen expert on its token: mul_mat_id reads b [n_embd, 1, n_tokens] for each slot.
     Tensor *x = reshape(ctx0, cur, {n_embd, 1, n_tok});
     Tensor *up, *gate = nullptr;
@@ -102,13 +114,17 @@ Tensor *GraphContext::build_moe_ffn(Tensor *cur, const MoeWeights &moe, const Mo
         up = view_3d(ctx0, gate_up, n_ff, k, n_tok, gate_up->nb[1], gate_up->nb[2],
                      size_t(n_ff) * gate_up->nb[0]);
     } else {
-        up = name(mul_mat_id(ctx0, moe.up_exps, x, selected), "ffn_moe_up", il);
+        up = name(add_bias(mul_mat_id(ctx0, moe.up_exps, x, selected), moe.up_exps_b), "ffn_moe_up",
+                  il);
         if (moe.gate_exps != nullptr) {
-            gate = name(mul_mat_id(ctx0, moe.gate_exps, x, selected), "ffn_moe_gate", il);
+            gate = name(add_bias(mul_mat_id(ctx0, moe.gate_exps, x, selected), moe.gate_exps_b),
+                        "ffn_moe_gate", il);
         }
     }
     Tensor *act = name(build_activation(gate, up, o.act), "ffn_moe_act", il);
-    Tensor *experts = name(mul_mat_id(ctx0, moe.down_exps, act, selected), "ffn_moe_down", il);
+    Tensor *experts =
+        name(add_bias(mul_mat_id(ctx0, moe.down_exps, act, selected), moe.down_exps_b),
+             "ffn_moe_down", il);
     experts = name(mul(ctx0, experts, weights), "ffn_moe_weighted", il);  // [n_embd, k, n_tokens]
 
     // Sum over the k slots in slot order.

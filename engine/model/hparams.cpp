@@ -146,6 +146,40 @@ int64_t HParams::n_ctx_max() const {
     return std::max(n_ctx_train, int64_t(double(n_ctx_orig) / double(rope_freq_scale)));
 }
 
+void read_sliding_window(const gguf::Metadata &meta, HParams &hp, int64_t default_window,
+                         int64_t default_pattern) {
+    const std::string window_key = arch_key(hp, "attention.sliding_window");
+    const auto window = meta.get_integer_optional<int64_t>(window_key).value_or(default_window);
+    if (window < 0 || window > (int64_t(1) << 31)) {
+        fail("model", "{} = {} is out of range", window_key, window);
+    }
+    hp.swa = {.type = window > 0 ? WindowType::standard : WindowType::none, .n_swa = window};
+    hp.swa_layers.assign(size_t(hp.n_layer), false);
+    if (window == 0) return;
+    const std::string pattern_key = arch_key(hp, "attention.sliding_window_pattern");
+    const gguf::Value *v = meta.find(pattern_key);
+    if (v != nullptr && std::holds_alternative<gguf::Array>(*v)) {
+        const auto &items = std::get<gguf::Array>(*v).items;
+        std::vector<int64_t> per_layer;
+        if (const auto *bools = std::get_if<std::vector<bool>>(&items)) {
+            per_layer.assign(bools->begin(), bools->end());
+        } else {
+            per_layer = meta.get_integer_array<int64_t>(pattern_key);
+        }
+        if (int64_t(per_layer.size()) != hp.n_layer) {
+            fail("model", "{} has {} entries for {} layers", pattern_key, per_layer.size(),
+                 hp.n_layer);
+        }
+        for (size_t il = 0; il < per_layer.size(); ++il) hp.swa_layers[il] = per_layer[il] != 0;
+        return;
+    }
+    const int64_t n = meta.get_integer_optional<int64_t>(pattern_key).value_or(default_pattern);
+    if (n < 0 || n > hp.n_layer + 1) fail("model", "{} = {} is out of range", pattern_key, n);
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        hp.swa_layers[size_t(il)] = n == 0 || il % n < n - 1;
+    }
+}
+
 std::string arch_key(const HParams &hp, std::string_view suffix) {
     return hp.arch + "." + std::string(suffix);
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/attn_window.h"
 #include "loom/core.h"
 #include "loom/gguf.h"
 
@@ -46,6 +47,26 @@ struct HParams {
     float yarn_log_mul = 0.0f;
     float yarn_mscale = 1.0f;
 
+    // Sliding-window attention, set by the architectures that have it (ArchDescriptor::
+    // read_hparams, with read_sliding_window): the window, which layers use it, and those layers'
+    // rotary frequencies (<arch>.rope.freq_base_swa; the scale is not stretched by default).
+    AttnWindow swa;
+    std::vector<bool> swa_layers;  // per layer; empty: no layer
+    float rope_freq_base_swa = 10000.0f;
+    float rope_freq_scale_swa = 1.0f;
+
+    // Soft-capping (0: none): x -> cap * tanh(x / cap), of the attention scores
+    // (<arch>.attn_logit_softcapping) and of the logits (<arch>.final_logit_softcapping).
+    float f_attn_logit_softcap = 0.0f;
+    float f_final_logit_softcap = 0.0f;
+    float f_max_alibi_bias =
+        0.0f;  // ALiBi's largest bias (0: none): <arch>.attention.max_alibi_bias
+    // Attention temperature (Llama 4, Mistral Large 3): Q of a token at position p multiplied by
+    // log(floor((p + offset) / n_attn_temp_floor_scale) + 1) * f_attn_temp_scale + 1 (0: none).
+    float f_attn_temp_scale = 0.0f;
+    int64_t n_attn_temp_floor_scale = 0;
+    float f_attn_temp_offset = 0.0f;
+
     float f_logit_scale = 0.0f;  // logits multiplied by it (0: none): <arch>.logit_scale
     // Granite's multipliers (0: none): the input embeddings, each block's output before its
     // residual add, and the attention scores in place of 1/sqrt(head_dim).
@@ -78,6 +99,9 @@ struct HParams {
     int64_t n_embd_k_gqa() const { return n_embd_head_k * n_head_kv; }
     int64_t n_embd_v_gqa() const { return n_embd_head_v * n_head_kv; }
     int64_t n_gqa() const { return n_head / n_head_kv; }
+    bool is_swa(int64_t il) const {
+        return size_t(il) < swa_layers.size() && swa_layers[size_t(il)];
+    }
     // The longest context the positions are meant for: the training context, or the original
     // one stretched by YaRN where that is longer.
     int64_t n_ctx_max() const;
@@ -89,6 +113,13 @@ struct HParams {
     // the key and the value on anything missing or inconsistent.
     static HParams from_gguf(const gguf::Metadata &meta);
 };
+
+// <arch>.attention.sliding_window (default_window when absent; 0 turns it off) and which layers
+// use it: <arch>.attention.sliding_window_pattern as a per-layer array, or as n (default
+// default_pattern), where every n-th layer attends fully and the others through the window (0:
+// every layer through it), as llama.cpp reads them. Sets hp.swa and hp.swa_layers.
+void read_sliding_window(const gguf::Metadata &meta, HParams &hp, int64_t default_window,
+                         int64_t default_pattern);
 
 // "<arch>.<suffix>" for hparams' architecture.
 std::string arch_key(const HParams &hp, std::string_view suffix);

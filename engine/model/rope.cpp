@@ -12,7 +12,7 @@ float yarn_mscale(float scale, float mscale) {
 
 }  // namespace
 
-RopeParams rope_params(const Model &model) {
+RopeParams rope_params(const Model &model, int64_t il) {
     const HParams &hp = model.hparams();
     RopeParams p{.n_dims = int32_t(hp.n_rot),
                  .mode = model.arch().rope_mode,
@@ -30,11 +30,15 @@ RopeParams rope_params(const Model &model) {
         p.attn_factor *= 1.0f / (1.0f + 0.1f * std::log(factor));
     }
     p.attn_factor *= hp.rope_attn_factor;
+    if (il >= 0 && hp.is_swa(il)) {
+        p.freq_base = hp.rope_freq_base_swa;
+        p.freq_scale = hp.rope_freq_scale_swa;
+    }
     return p;
 }
 
-RopeParams rope_shift_params(const Model &model) {
-    RopeParams p = rope_params(model);
+RopeParams rope_shift_params(const Model &model, int64_t il) {
+    RopeParams p = rope_params(model, il);
     // The kernel's own correction where ext_factor is set, divided out.
     p.attn_factor =
         p.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * std::log(1.0f / p.freq_scale)) : 1.0f;

@@ -51,7 +51,8 @@ void build_command_r(GraphContext &g) {
             k = g.build_norm(k, l.attn_k_norm, nullptr, NormType::layer, il);
         q = g.name(g.build_rope(q, pos, il), "Qcur", il);
         k = g.name(g.build_rope(k, pos, il), "Kcur", il);
-        Tensor *attn_out = g.build_attn(attn, l.wo, l.bo, q, k, v, kq_scale, il);
+        Tensor *attn_out =
+            g.build_attn(attn, {q, k, v}, {.wo = l.wo, .wo_b = l.bo, .kq_scale = kq_scale}, il);
         if (il == hp.n_layer - 1 && out_ids != nullptr) {  // only the rows that give logits
             attn_out = get_rows(g.ctx0, attn_out, out_ids);
             x = get_rows(g.ctx0, x, out_ids);

@@ -105,7 +105,8 @@ Tensor *build_latent_attention(GraphContext &g, const LayerWeights &l, Tensor *c
         Tensor *q_cur = g.name(concat(ctx, q_absorbed, q_pe, 0), "Qcur", il);
         latent = reshape(ctx, latent, {rank, 1, n_tokens});
         Tensor *k_cur = g.name(concat(ctx, latent, k_pe, 0), "Kcur", il);
-        return g.build_attn(attn, l.wo, nullptr, q_cur, k_cur, latent, kq_scale, il, l.wv_b);
+        return g.build_attn(attn, {q_cur, k_cur, latent},
+                            {.wo = l.wo, .kq_scale = kq_scale, .v_mla = l.wv_b}, il);
     }
     // Legacy layout: per-head K = [k_nope | the shared rotary key], V from the expansion.
     const int64_t v_head = hp.n_embd_head_v_mla;
@@ -117,7 +118,7 @@ Tensor *build_latent_attention(GraphContext &g, const LayerWeights &l, Tensor *c
     Tensor *q_cur = g.name(concat(ctx, q_nope, q_pe, 0), "Qcur", il);
     Tensor *k_pe_heads = repeat(ctx, k_pe, ctx.new_tensor(DType::F32, {n_rot, n_head, n_tokens}));
     Tensor *k_cur = g.name(concat(ctx, k_nope, k_pe_heads, 0), "Kcur", il);
-    return g.build_attn(attn, l.wo, nullptr, q_cur, k_cur, v_cur, kq_scale, il);
+    return g.build_attn(attn, {q_cur, k_cur, v_cur}, {.wo = l.wo, .kq_scale = kq_scale}, il);
 }
 
 MoeGating gating_of(const HParams &hp) {

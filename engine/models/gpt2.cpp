@@ -55,7 +55,7 @@ void build_gpt2_graph(GraphContext &g) {
         Tensor *cur = g.build_norm(x, l.attn_norm, l.attn_norm_b, NormType::layer, il);
 
         const Qkv qkv = g.build_qkv(l, cur, il);
-        cur = g.build_attn(attn, l.wo, l.bo, qkv.q, qkv.k, qkv.v, kq_scale, il);
+        cur = g.build_attn(attn, qkv, {.wo = l.wo, .wo_b = l.bo, .kq_scale = kq_scale}, il);
 
         if (il == hp.n_layer - 1 && out_ids != nullptr) {  // only the rows that give logits
             cur = get_rows(g.ctx0, cur, out_ids);

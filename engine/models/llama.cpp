@@ -91,7 +91,7 @@ void build_llama_graph(GraphContext &g, const LlamaGraphOptions &options) {
             k = g.build_norm(k, l.attn_k_norm, nullptr, NormType::rms, il);
         q = g.name(g.build_rope(q, pos, il), "Qcur", il);
         k = g.name(g.build_rope(k, pos, il), "Kcur", il);
-        cur = g.build_attn(attn, l.wo, l.bo, q, k, v, kq_scale, il);
+        cur = g.build_attn(attn, {q, k, v}, {.wo = l.wo, .wo_b = l.bo, .kq_scale = kq_scale}, il);
 
         if (il == hp.n_layer - 1 && out_ids != nullptr) {  // only the rows that give logits
             cur = get_rows(g.ctx0, cur, out_ids);

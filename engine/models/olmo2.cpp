@@ -66,7 +66,8 @@ void build_olmo2(GraphContext &g) {
         k = norm_whole_projection(g, k, l.attn_k_norm, il);
         q = g.name(g.build_rope(q, pos, il), "Qcur", il);
         k = g.name(g.build_rope(k, pos, il), "Kcur", il);
-        Tensor *cur = g.build_attn(attn, l.wo, l.bo, q, k, v, kq_scale, il);
+        Tensor *cur =
+            g.build_attn(attn, {q, k, v}, {.wo = l.wo, .wo_b = l.bo, .kq_scale = kq_scale}, il);
         if (il == hp.n_layer - 1 && out_ids != nullptr) {  // only the rows that give logits
             cur = get_rows(g.ctx0, cur, out_ids);
             x = get_rows(g.ctx0, x, out_ids);

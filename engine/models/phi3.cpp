@@ -49,7 +49,7 @@ void build_phi3(GraphContext &g) {
         k = g.name(g.build_rope(k, pos, il), "Kcur", il);
         // Q is scaled before the product and the scores are not (llama.cpp's rounding).
         q = scale(g.ctx0, q, 1.0f / std::sqrt(float(hp.n_embd_head_k)));
-        cur = g.build_attn(attn, l.wo, l.bo, q, k, v, 1.0f, il);
+        cur = g.build_attn(attn, {q, k, v}, {.wo = l.wo, .wo_b = l.bo, .kq_scale = 1.0f}, il);
         if (il == hp.n_layer - 1 && out_ids != nullptr) {  // only the rows that give logits
             cur = get_rows(g.ctx0, cur, out_ids);
             x = get_rows(g.ctx0, x, out_ids);

@@ -88,11 +88,10 @@ class Runner {
   public:
     Runner(const engine::Model &model, const Instance &inst, uint32_t seed)
         : model_(model), rng_(seed) {
-        const int64_t window = engine::KvCache::kWindowPad;
         const int64_t needed = std::max(1, inst.n_prompt + inst.n_gen);
         ctx_ = std::make_unique<engine::Context>(
             model,
-            engine::ContextOptions{.n_ctx = (needed + window - 1) / window * window,
+            engine::ContextOptions{.n_ctx = engine::whole_windows(needed),
                                    .n_batch = inst.n_batch,
                                    .n_ubatch = inst.n_ubatch,
                                    .n_threads = inst.n_threads,
@@ -102,7 +101,7 @@ class Runner {
 
     // One run from an empty cache: n_prompt tokens in batches, then n_gen one at a time.
     double run_ns(int n_prompt, int n_gen) {
-        ctx_->kv().clear();
+        ctx_->memory().clear();
         pos_ = 0;
         const auto start = Clock::now();
         if (n_prompt > 0) prompt(n_prompt);

@@ -108,8 +108,7 @@ void write_logits(const LogitsOptions &options) {
     engine::ContextOptions context = context_options(options.model);
     // Whole attention windows, so that one sequence alone and the same sequence in a batch
     // attend over the same number of cells.
-    const int64_t window = engine::KvCache::kWindowPad;
-    context.n_ctx = (batch.size() + window - 1) / window * window;
+    context.n_ctx = engine::whole_windows(batch.size());
     context.n_batch = batch.size();
     context.n_seq_max = int(sequences.size());
     engine::Context ctx(*model, context);

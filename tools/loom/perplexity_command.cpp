@@ -73,7 +73,7 @@ std::vector<float> score_chunk(engine::Context &ctx, std::span<const int32_t> ch
                                const engine::Vocab &vocab) {
     const int64_t n_ctx = int64_t(chunk.size()), first = n_ctx / 2;
     const int64_t n_vocab = ctx.model().hparams().n_vocab;
-    ctx.kv().clear();
+    ctx.memory().clear();
     std::vector<float> out;
     out.reserve(size_t(n_scored(n_ctx) * n_vocab));
     for (int64_t start = 0; start < n_ctx; start += ctx.options().n_batch) {
@@ -150,8 +150,7 @@ void run_perplexity(const PerplexityOptions &o) {
     const int64_t n_ctx = header.n_ctx;
 
     engine::ContextOptions options = context_options(o.model);
-    const int64_t window = engine::KvCache::kWindowPad;
-    options.n_ctx = (n_ctx + window - 1) / window * window;
+    options.n_ctx = engine::whole_windows(n_ctx);
     options.n_batch = options.n_ubatch = std::min(o.n_batch, n_ctx);
     engine::Context ctx(*model, options);
     fmt::print(stderr, "loom perplexity: {} chunks of {} tokens, {} scored per chunk\n",

@@ -154,7 +154,7 @@ bool run_generation(const RunOptions &options) {
             break;
         }
         if (n_past >= ctx.options().n_ctx)
-            n_past = engine::shift_context(ctx.kv(), 0, n_past, n_keep);
+            n_past = engine::shift_context(ctx.memory(), 0, n_past, n_keep);
         engine::Batch batch;
         batch.add(token, n_past++, 0, true);
         const auto eval_start = Clock::now();

@@ -53,7 +53,7 @@ TEST_F(PromptCacheTest, DecodesOnlyPastTheCommonPrefix) {
     EXPECT_EQ(cache.assign(prefix(12)), 12);
     EXPECT_EQ(cache.assign(prefix(20)), 8);
     EXPECT_EQ(cache.size(), 20);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), 19);
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), 19);
     EXPECT_LT(max_abs_diff(ctx.logits(0), fresh_logits(*model_, prefix(20))), 1e-4f);
 
     // The same prompt again: its last token is decoded again for its logits.
@@ -69,7 +69,7 @@ TEST_F(PromptCacheTest, DropsTheTailThatDiverges) {
     diverging.insert(diverging.end(), {tokens_[15], tokens_[16], tokens_[17]});
     EXPECT_EQ(cache.assign(diverging), 3);
     EXPECT_EQ(cache.size(), 13);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), 12);
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), 12);
     EXPECT_LT(max_abs_diff(ctx.logits(0), fresh_logits(*model_, diverging)), 1e-4f);
 }
 
@@ -84,7 +84,7 @@ TEST_F(PromptCacheTest, AppendAndClear) {
     EXPECT_FALSE(cache.fits(45));
     cache.clear();
     EXPECT_EQ(cache.size(), 0);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), -1);
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), -1);
 }
 
 TEST_F(PromptCacheTest, RejectsEmptyAndOversizedPrompts) {

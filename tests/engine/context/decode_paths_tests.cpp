@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/context/context.h"
+#include "engine/memory/kv_cache.h"
 #include "tests/engine/model/fixture.h"
 
 namespace loom::engine {
@@ -238,8 +239,8 @@ TEST_F(ContextDecodePaths, PrefillWithoutLogits) {
     ctx.decode(batch);
     const std::vector<float> got(ctx.logits(0).begin(), ctx.logits(0).end());
 
-    ctx.kv().clear();
-    EXPECT_EQ(ctx.kv().used(), 0);
+    ctx.memory().clear();
+    EXPECT_EQ(ctx.memory().used(), 0);
     const Generation whole = generate(ctx, prompt_, 1);
     EXPECT_LT(nmse(got, whole.logits[0]), 1e-6);
 }
@@ -267,7 +268,7 @@ TEST_F(ContextDecodePaths, EmbeddingsInputMatchesTokens) {
     Context by_tokens(*model_, options()), by_other(*model_, options());
     by_tokens.decode(tokens);
     for (const Batch *other : {&embd, &mixed, &tokens}) {
-        by_other.kv().clear();
+        by_other.memory().clear();
         by_other.decode(*other);
         for (int64_t i = 0; i < int64_t(prompt_.size()); ++i) {
             EXPECT_TRUE(bit_identical(by_tokens.logits(i), by_other.logits(i)))

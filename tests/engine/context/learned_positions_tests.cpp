@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/context/context.h"
+#include "engine/memory/kv_cache.h"
 #include "loom/error.h"
 #include "tests/engine/model/fixture.h"
 
@@ -16,7 +17,7 @@ namespace {
 std::vector<std::byte> cached_k(const Model &model, Context &ctx, size_t n) {
     std::vector<std::byte> out;
     for (int64_t il = 0; il < model.hparams().n_layer; ++il) {
-        const Tensor *k = ctx.kv().k(il);
+        const Tensor *k = ctx.memory().cache(0).k(il);
         const auto *data = static_cast<const std::byte *>(k->data);
         out.insert(out.end(), data, data + n * k->nb[1]);
     }
@@ -35,7 +36,7 @@ TEST(LearnedPositions, SeqAddLeavesTheCachedKeysAlone) {
     const std::vector<std::byte> before = cached_k(*model, ctx, n);
 
     const Pos shift = 7;
-    ctx.kv().seq_add(0, 0, -1, shift);
+    ctx.memory().seq_add(0, 0, -1, shift);
     batch.clear();
     batch.add(f.tokens[n], Pos(n) + shift, 0, true);
     ctx.decode(batch);  // where a shift is applied

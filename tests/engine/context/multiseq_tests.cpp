@@ -152,8 +152,8 @@ TEST(ContextMultiseq, SeqCpAcrossStreamsCopiesTheCache) {
     Batch batch;
     for (size_t i = 0; i < head; ++i) batch.add(prompt[i], Pos(i), 0, false);
     ctx.decode(batch);
-    ctx.kv().seq_cp(0, 1, 0, -1);
-    EXPECT_EQ(ctx.kv().seq_pos_max(1), Pos(head - 1));
+    ctx.memory().seq_cp(0, 1, 0, -1);
+    EXPECT_EQ(ctx.memory().seq_pos_max(1), Pos(head - 1));
     batch.clear();
     batch.add(prompt[head], Pos(head), 0, true);
     batch.add(prompt[head], Pos(head), 1, true);

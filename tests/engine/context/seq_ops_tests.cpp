@@ -66,9 +66,9 @@ TEST_F(ContextSeqOps, SeqRmThenRedecodeGivesTheSameLogits) {
     const std::vector<float> want = decode_run(ctx, prompt_, 0);
     for (Pos p : {Pos(26), Pos(10), Pos(1)}) {
         SCOPED_TRACE("seq_rm from " + std::to_string(p));
-        ctx.kv().seq_rm(0, p, -1);
-        EXPECT_EQ(ctx.kv().seq_pos_max(0), p - 1);
-        EXPECT_EQ(ctx.kv().used(), p);
+        ctx.memory().seq_rm(0, p, -1);
+        EXPECT_EQ(ctx.memory().seq_pos_max(0), p - 1);
+        EXPECT_EQ(ctx.memory().used(), p);
         const std::vector<float> got =
             decode_run(ctx, slice(prompt_, size_t(p), prompt_.size()), p);
         EXPECT_LT(nmse(got, want), 1e-6);
@@ -86,19 +86,19 @@ TEST_F(ContextSeqOps, TokensPlacedInAHoleAttendCorrectly) {
         const DType kv_type = flash ? DType::F16 : DType::F32;
         Context ctx(*model_, exact_options(kv_type, 2, flash));
         decode_run(ctx, slice(prompt_, 0, 20), 0, 0);
-        ctx.kv().seq_rm(0, 5, 12);  // frees cells 5..11
-        EXPECT_EQ(ctx.kv().used(), 13);
+        ctx.memory().seq_rm(0, 5, 12);  // frees cells 5..11
+        EXPECT_EQ(ctx.memory().used(), 13);
         const Tokens other = slice(prompt_, 4, 27);  // 23 tokens: cells 5..11, then 20..35
         const std::vector<float> got = decode_run(ctx, other, 0, 1);
         Context alone(*model_, exact_options(kv_type, 1, flash));
         const std::vector<float> want = decode_run(alone, other, 0);
         EXPECT_LT(nmse(got, want), 1e-6);
         // Sequence 0 kept its hole: its next token sees positions 0..4 and 12..19 only.
-        ctx.kv().seq_rm(1, 0, -1);
+        ctx.memory().seq_rm(1, 0, -1);
         const std::vector<float> got0 = decode_run(ctx, {prompt_[20]}, 20, 0);
         for (float x : got0) ASSERT_TRUE(std::isfinite(x));
-        EXPECT_EQ(ctx.kv().seq_pos_max(0), 20);
-        EXPECT_EQ(ctx.kv().used(), 14);
+        EXPECT_EQ(ctx.memory().seq_pos_max(0), 20);
+        EXPECT_EQ(ctx.memory().used(), 14);
     }
 }
 
@@ -106,14 +106,14 @@ TEST_F(ContextSeqOps, SeqRmOfEverySequenceEmptiesTheCache) {
     Context ctx(*model_, exact_options(DType::F32, 2));
     decode_run(ctx, slice(prompt_, 0, 5), 0, 0);
     decode_run(ctx, slice(prompt_, 5, 12), 0, 1);
-    EXPECT_EQ(ctx.kv().used(), 12);
-    ctx.kv().seq_rm(-1, 3, -1);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), 2);
-    EXPECT_EQ(ctx.kv().seq_pos_max(1), 2);
-    ctx.kv().seq_rm(-1, 0, -1);
-    EXPECT_EQ(ctx.kv().used(), 0);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), -1);
-    EXPECT_EQ(ctx.kv().seq_pos_min(1), -1);
+    EXPECT_EQ(ctx.memory().used(), 12);
+    ctx.memory().seq_rm(-1, 3, -1);
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), 2);
+    EXPECT_EQ(ctx.memory().seq_pos_max(1), 2);
+    ctx.memory().seq_rm(-1, 0, -1);
+    EXPECT_EQ(ctx.memory().used(), 0);
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), -1);
+    EXPECT_EQ(ctx.memory().seq_pos_min(1), -1);
 }
 
 TEST_F(ContextSeqOps, SeqCpSharesAPrefixBetweenTwoContinuations) {
@@ -124,9 +124,9 @@ TEST_F(ContextSeqOps, SeqCpSharesAPrefixBetweenTwoContinuations) {
 
     Context ctx(*model_, exact_options(DType::F32, 2));
     decode_run(ctx, prefix, 0, 0);
-    ctx.kv().seq_cp(0, 1, 0, -1);
-    EXPECT_EQ(ctx.kv().used(), Pos(n_prefix));  // shared cells, not copies
-    EXPECT_EQ(ctx.kv().seq_pos_max(1), Pos(n_prefix) - 1);
+    ctx.memory().seq_cp(0, 1, 0, -1);
+    EXPECT_EQ(ctx.memory().used(), Pos(n_prefix));  // shared cells, not copies
+    EXPECT_EQ(ctx.memory().seq_pos_max(1), Pos(n_prefix) - 1);
     Batch batch;
     for (size_t i = 0; i < cont0.size(); ++i)
         batch.add(cont0[i], Pos(n_prefix + i), 0, i + 1 == cont0.size());
@@ -156,11 +156,11 @@ TEST_F(ContextSeqOps, SeqKeepDropsTheOtherSequences) {
     decode_run(ctx, slice(prompt_, 0, 6), 0, 0);
     decode_run(ctx, slice(prompt_, 0, 20), 0, 1);
     decode_run(ctx, slice(prompt_, 3, 13), 0, 2);
-    ctx.kv().seq_keep(1);
-    EXPECT_EQ(ctx.kv().used(), 20);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), -1);
-    EXPECT_EQ(ctx.kv().seq_pos_max(2), -1);
-    EXPECT_EQ(ctx.kv().seq_pos_max(1), 19);
+    ctx.memory().seq_keep(1);
+    EXPECT_EQ(ctx.memory().used(), 20);
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), -1);
+    EXPECT_EQ(ctx.memory().seq_pos_max(2), -1);
+    EXPECT_EQ(ctx.memory().seq_pos_max(1), 19);
     const std::vector<float> got = decode_run(ctx, slice(prompt_, 20, 27), 20, 1);
 
     Context alone(*model_, exact_options());
@@ -176,9 +176,9 @@ void expect_shift_matches(const Model &model, const Tokens &prompt, DType kv_typ
     const Tokens last = slice(prompt, prompt.size() - 1, prompt.size());
     Context shifted(model, exact_options(kv_type, 1, flash));
     decode_run(shifted, head, 0);
-    shifted.kv().seq_add(0, 0, -1, k);
-    EXPECT_EQ(shifted.kv().seq_pos_min(0), k);
-    EXPECT_EQ(shifted.kv().seq_pos_max(0), k + Pos(head.size()) - 1);
+    shifted.memory().seq_add(0, 0, -1, k);
+    EXPECT_EQ(shifted.memory().seq_pos_min(0), k);
+    EXPECT_EQ(shifted.memory().seq_pos_max(0), k + Pos(head.size()) - 1);
     const std::vector<float> got = decode_run(shifted, last, k + Pos(head.size()));
 
     Context from_k(model, exact_options(kv_type, 1, flash));
@@ -242,38 +242,38 @@ TEST_F(ContextSeqOps, ContextShiftClosesTheGap) {
     const Pos m = 9;
     Context ctx(*model_, exact_options());
     decode_run(ctx, slice(prompt_, 0, 26), 0);
-    ctx.kv().seq_rm(0, 1, 1 + m);
-    ctx.kv().seq_add(0, 1 + m, -1, -m);
-    EXPECT_EQ(ctx.kv().seq_pos_min(0), 0);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), 25 - m);
-    EXPECT_EQ(ctx.kv().used(), 26 - m);
+    ctx.memory().seq_rm(0, 1, 1 + m);
+    ctx.memory().seq_add(0, 1 + m, -1, -m);
+    EXPECT_EQ(ctx.memory().seq_pos_min(0), 0);
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), 25 - m);
+    EXPECT_EQ(ctx.memory().used(), 26 - m);
     const std::vector<float> got = decode_run(ctx, {prompt_[26]}, 26 - m);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), 26 - m);
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), 26 - m);
     for (float x : got) ASSERT_TRUE(std::isfinite(x));
 }
 
 TEST_F(ContextSeqOps, SeqAddBelowZeroRemovesCells) {
     Context ctx(*model_, exact_options());
     decode_run(ctx, slice(prompt_, 0, 10), 0);
-    ctx.kv().seq_add(0, 0, -1, -4);
-    EXPECT_EQ(ctx.kv().used(), 6);
-    EXPECT_EQ(ctx.kv().seq_pos_min(0), 0);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), 5);
+    ctx.memory().seq_add(0, 0, -1, -4);
+    EXPECT_EQ(ctx.memory().used(), 6);
+    EXPECT_EQ(ctx.memory().seq_pos_min(0), 0);
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), 5);
 }
 
 TEST_F(ContextSeqOps, SeqDivBookkeeping) {
     Context ctx(*model_, exact_options(DType::F32, 2));
     decode_run(ctx, slice(prompt_, 0, 8), 0, 0);
     decode_run(ctx, slice(prompt_, 0, 8), 0, 1);
-    ctx.kv().seq_div(0, 0, -1, 2);  // 0..7 -> 0,0,1,1,2,2,3,3
-    EXPECT_EQ(ctx.kv().seq_pos_min(0), 0);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), 3);
-    EXPECT_EQ(ctx.kv().seq_pos_max(1), 7);  // other sequences keep their positions
-    ctx.kv().seq_div(1, 4, -1, 4);          // 4..7 -> 1
-    EXPECT_EQ(ctx.kv().seq_pos_min(1), 0);
-    EXPECT_EQ(ctx.kv().seq_pos_max(1), 3);
-    EXPECT_EQ(ctx.kv().used(), 16);
-    EXPECT_THROW(ctx.kv().seq_div(0, 0, -1, 0), Error);
+    ctx.memory().seq_div(0, 0, -1, 2);  // 0..7 -> 0,0,1,1,2,2,3,3
+    EXPECT_EQ(ctx.memory().seq_pos_min(0), 0);
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), 3);
+    EXPECT_EQ(ctx.memory().seq_pos_max(1), 7);  // other sequences keep their positions
+    ctx.memory().seq_div(1, 4, -1, 4);          // 4..7 -> 1
+    EXPECT_EQ(ctx.memory().seq_pos_min(1), 0);
+    EXPECT_EQ(ctx.memory().seq_pos_max(1), 3);
+    EXPECT_EQ(ctx.memory().used(), 16);
+    EXPECT_THROW(ctx.memory().seq_div(0, 0, -1, 0), Error);
     // The pending shift is applied on the next decode, which still works.
     const std::vector<float> got = decode_run(ctx, {prompt_[8]}, 4, 0);
     for (float x : got) ASSERT_TRUE(std::isfinite(x));

@@ -77,11 +77,10 @@ TEST_P(AttentionNoCache, MatchesDoubleReference) {
     Tensor *v = set_input(g.ctx0.new_tensor(DType::F32, {d, hp.n_head_kv, n}));
     const float scale = 1.0f / std::sqrt(float(d));
     Tensor *out =
-        set_output(g.build_attn(g.build_attn_inp_no_cache(), nullptr, nullptr, q, k, v, scale, 0));
+        set_output(g.build_attn(g.build_attn_inp_no_cache(), {q, k, v}, {.kq_scale = scale}, 0));
     build_forward_expand(g.gf, out);
     GraphAllocator allocator(host_buffer_type());
     allocator.allocate(*g.gf);
-    result.set_params(params);
     result.set_inputs(params);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);

@@ -210,7 +210,7 @@ TEST_F(DecodeErrors, TokenOutOfRange) {
     EXPECT_NE(msg.find("[decode]"), std::string::npos) << msg;
     EXPECT_NE(msg.find("512"), std::string::npos) << msg;
     EXPECT_NE(msg.find("511"), std::string::npos) << msg;  // the largest valid id
-    EXPECT_EQ(ctx.kv().used(), 0);
+    EXPECT_EQ(ctx.memory().used(), 0);
     expect_still_works(ctx, prompt_batch(10), *model_);
 }
 
@@ -223,7 +223,7 @@ TEST_F(DecodeErrors, SequenceIdPastNSeqMax) {
     EXPECT_NE(msg.find("0..1"), std::string::npos) << msg;
     bad.seq_id[4] = -1;
     error_of([&] { ctx.decode(bad); });
-    EXPECT_EQ(ctx.kv().used(), 0);
+    EXPECT_EQ(ctx.memory().used(), 0);
     expect_still_works(ctx, prompt_batch(10, 1), *model_);
 }
 
@@ -232,7 +232,7 @@ TEST_F(DecodeErrors, PromptLongerThanTheContext) {
     const std::string msg = error_of([&] { ctx.decode(prompt_batch(20)); });
     EXPECT_NE(msg.find("20 more tokens"), std::string::npos) << msg;
     EXPECT_NE(msg.find("16"), std::string::npos) << msg;
-    EXPECT_EQ(ctx.kv().used(), 0);
+    EXPECT_EQ(ctx.memory().used(), 0);
     expect_still_works(ctx, prompt_batch(10), *model_);
 }
 
@@ -243,9 +243,9 @@ TEST_F(DecodeErrors, FullContextRefusesTheNextTokenAndKeepsItsCells) {
     next.add(prompt_[16], 16, 0, true);
     const std::string msg = error_of([&] { ctx.decode(next); });
     EXPECT_NE(msg.find("16 of its 16 cells"), std::string::npos) << msg;
-    EXPECT_EQ(ctx.kv().used(), 16);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), 15);
-    ctx.kv().seq_rm(0, 10, -1);
+    EXPECT_EQ(ctx.memory().used(), 16);
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), 15);
+    ctx.memory().seq_rm(0, 10, -1);
     Batch rest;
     for (Pos p = 10; p < 16; ++p) rest.add(prompt_[size_t(p)], p, 0, p == 15);
     ctx.decode(rest);
@@ -272,11 +272,11 @@ TEST_F(DecodeErrors, MalformedBatches) {
 // KV operations name a sequence the context does not have.
 TEST_F(DecodeErrors, KvOperationsCheckSequenceIds) {
     Context ctx(*model_, {.n_ctx = 64, .n_threads = 2, .kv_type = DType::F32, .n_seq_max = 2});
-    const std::string msg = error_of([&] { ctx.kv().seq_cp(0, 2, 0, -1); });
+    const std::string msg = error_of([&] { ctx.memory().seq_cp(0, 2, 0, -1); });
     EXPECT_NE(msg.find("sequence id 2 is outside 0..1"), std::string::npos) << msg;
-    EXPECT_THROW(ctx.kv().seq_add(-1, 0, -1, 3), Error);
-    EXPECT_THROW(ctx.kv().seq_keep(7), Error);
-    EXPECT_NO_THROW(ctx.kv().seq_rm(-1, 0, -1));  // -1: every sequence
+    EXPECT_THROW(ctx.memory().seq_add(-1, 0, -1, 3), Error);
+    EXPECT_THROW(ctx.memory().seq_keep(7), Error);
+    EXPECT_NO_THROW(ctx.memory().seq_rm(-1, 0, -1));  // -1: every sequence
     EXPECT_THROW(Context(*model_, {.n_ctx = 64, .n_seq_max = 0}), Error);
 }
 
@@ -293,7 +293,7 @@ TEST_F(DecodeErrors, PositionsThatSkipOrRepeat) {
     repeat.add(prompt_[4], 4, 0, false);
     repeat.add(prompt_[5], 4, 0, true);
     EXPECT_NE(error_of([&] { ctx.decode(repeat); }).find("5 comes next"), std::string::npos);
-    EXPECT_EQ(ctx.kv().seq_pos_max(0), 3);  // neither changed the cache
+    EXPECT_EQ(ctx.memory().seq_pos_max(0), 3);  // neither changed the cache
 }
 
 }  // namespace

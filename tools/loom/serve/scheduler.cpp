@@ -117,7 +117,7 @@ Scheduler::Scheduler(const engine::Model &model, const SchedulerOptions &options
         slots_.push_back(std::make_unique<Slot>());
         slots_.back()->id = i;
     }
-    metrics_.kv_cells = ctx_.kv().size();
+    metrics_.kv_cells = ctx_.memory().size();
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -178,7 +178,7 @@ void Scheduler::start_queued() {
         s.n_past = 0;
         s.n_generated = 0;
         s.next_token = -1;
-        ctx_.kv().seq_rm(s.id, 0, -1);
+        ctx_.memory().seq_rm(s.id, 0, -1);
     }
     int64_t busy = 0;
     for (const auto &s : slots_) busy += s->busy();
@@ -220,7 +220,7 @@ void Scheduler::finish(Slot &slot, std::string reason, std::string error) {
     e.n_generated = slot.n_generated;
     slot.task->push(std::move(e));
     slot.task.reset();
-    ctx_.kv().seq_rm(slot.id, 0, -1);
+    ctx_.memory().seq_rm(slot.id, 0, -1);
 }
 
 void Scheduler::after_decode(Slot &slot, std::span<const float> logits) {
@@ -244,7 +244,7 @@ void Scheduler::after_decode(Slot &slot, std::span<const float> logits) {
         const auto n_keep = engine::Pos(std::min<int64_t>(
             int64_t(slot.job.prompt.size()), options_.n_keep + (vocab.add_bos() ? 1 : 0)));
         if (!options_.context_shift || n_keep >= slot_ctx_ - 1) return finish(slot, "length");
-        slot.n_past = engine::shift_context(ctx_.kv(), slot.id, slot.n_past, n_keep);
+        slot.n_past = engine::shift_context(ctx_.memory(), slot.id, slot.n_past, n_keep);
         ++metrics_.context_shifts;
     }
     slot.next_token = token;
@@ -315,7 +315,7 @@ void Scheduler::step(std::unique_lock<std::mutex> &lock) {
     metrics_.prompt_tokens += n_prompt_tokens;
     metrics_.prompt_seconds += seconds * prompt_share;
     metrics_.generation_seconds += seconds * (1.0 - prompt_share);
-    metrics_.kv_cells_used = ctx_.kv().used();
+    metrics_.kv_cells_used = ctx_.memory().used();
 }
 
 }  // namespace loom::serve

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "engine/kv_cache/kv_cache.h"
+#include "engine/memory/kv_cache.h"
 
 namespace loom::engine {
 namespace {
@@ -40,10 +40,13 @@ TEST(KvStreams, TokensTakeTheirStreamsCells) {
     const Ubatch u = two_streams_ubatch();
     ASSERT_EQ(u.stream0, 1);
     ASSERT_EQ(u.n_stream, 2);
-    ASSERT_TRUE(kv.find_slot(u));
-    EXPECT_EQ(kv.slot(), (std::vector<int32_t>{256, 257, 512, 513}));
+    const std::vector<UbatchMemory> plan = kv.plan({&u, 1});
+    ASSERT_EQ(plan.size(), 1u);
+    const KvSlot &slot = plan[0].slots.at(0);
+    EXPECT_EQ(slot.cells, (std::vector<int32_t>{256, 257, 512, 513}));
     // The window counts cells within a stream, not across the cache.
-    EXPECT_EQ(kv.n_kv(u), KvCache::kWindowPad);
+    EXPECT_EQ(slot.n_kv, KvCache::kWindowPad);
+    EXPECT_EQ(kv.used(), 0);  // planned, not yet applied
 }
 
 TEST(KvStreams, MaskSeesOnlyTheTokensStream) {
@@ -51,8 +54,9 @@ TEST(KvStreams, MaskSeesOnlyTheTokensStream) {
         tiny_hparams(),
         {.size = 1024, .type_k = DType::F32, .type_v = DType::F32, .n_stream = 4, .n_seq_max = 4});
     const Ubatch u = two_streams_ubatch();
-    ASSERT_TRUE(kv.find_slot(u));
-    const int64_t n_kv = kv.n_kv(u);
+    const UbatchMemory plan = kv.plan({&u, 1}).at(0);
+    kv.apply(u, plan);
+    const int64_t n_kv = plan.slots.at(0).n_kv;
     std::vector<float> mask(size_t(n_kv * u.n_tokens()));
     kv.fill_mask(u, n_kv, mask.data());
     // Rows: (stream 1, pos 0), (stream 1, pos 1), (stream 2, pos 0), (stream 2, pos 1); the
@@ -73,9 +77,9 @@ TEST(KvStreams, OneStreamIsTheWholeCache) {
     Batch b;
     b.add(1, 0, 3, true);
     const Ubatch u = split_batch(b, 512, 8, 1)[0];
-    ASSERT_TRUE(kv.find_slot(u));
-    EXPECT_EQ(kv.slot(), (std::vector<int32_t>{0}));
-    EXPECT_EQ(kv.n_kv(u), KvCache::kWindowPad);
+    const KvSlot slot = kv.plan({&u, 1}).at(0).slots.at(0);
+    EXPECT_EQ(slot.cells, (std::vector<int32_t>{0}));
+    EXPECT_EQ(slot.n_kv, KvCache::kWindowPad);
 }
 
 }  // namespace
