@@ -14,8 +14,14 @@ int64_t PromptCache::assign(std::span<const int32_t> tokens) {
     }
     const auto mismatch = std::ranges::mismatch(tokens, tokens_);
     // The last token is decoded again when the whole prompt is cached: its logits are needed.
-    const size_t keep = std::min(size_t(mismatch.in1 - tokens.begin()), tokens.size() - 1);
+    size_t keep = std::min(size_t(mismatch.in1 - tokens.begin()), tokens.size() - 1);
     ctx_.memory().seq_rm(seq_, Pos(keep), -1);
+    // A sliding-window cache may have let go of tokens the first new one would attend to: then
+    // the whole prompt is decoded again.
+    if (!ctx_.memory().seq_can_resume(seq_, Pos(keep))) {
+        ctx_.memory().seq_rm(seq_, 0, -1);
+        keep = 0;
+    }
     tokens_.resize(keep);
     decode_tail(tokens.subspan(keep));
     return int64_t(tokens.size() - keep);

@@ -28,7 +28,7 @@ Tensor *GraphContext::name(Tensor *t, const char *base, int64_t il) const {
     return set_name(t, il < 0 ? std::string(base) : fmt::format("{}-{}", base, il));
 }
 
-Tensor *GraphContext::build_inp_embd() {
+Tensor *GraphContext::build_inp_embd(float token_scale) {
     // Three ways to the first layer's input: token ids looked up in tok_embd, raw embeddings, or
     // a mix of both (each row taken from one or the other). All three are in every graph and a
     // select flags the one this ubatch uses, so a graph's shape does not depend on the batch's
@@ -38,6 +38,8 @@ Tensor *GraphContext::build_inp_embd() {
     inp->embd = name(set_input(ctx0.new_tensor(DType::F32, {hp.n_embd, n_tokens})), "inp_embd_raw");
     inp->rows = name(set_input(ctx0.new_tensor(DType::I32, {n_tokens})), "inp_embd_rows");
     Tensor *looked_up = name(get_rows(ctx0, w.tok_embd, inp->tokens), "inp_embd");
+    Tensor *lookup = looked_up;
+    if (token_scale != 0.0f) looked_up = name(scale(ctx0, looked_up, token_scale), "inp_scaled");
     // Row t of the mix: row t of the lookup or row n_tokens + t of the raw embeddings.
     Tensor *both = concat(ctx0, looked_up, inp->embd, 1);
     Tensor *mixed = name(get_rows(ctx0, both, inp->rows), "inp_embd_mixed");
@@ -45,7 +47,7 @@ Tensor *GraphContext::build_inp_embd() {
     const size_t chosen = ubatch.is_mixed() ? 2 : ubatch.has_embd() ? 1 : 0;
     Tensor *cur = build_forward_select(gf, branches, chosen);
     // The lookup depends only on an input: scheduled first, where its (large) weight is.
-    if (chosen != 1) build_forward_order(gf, looked_up);
+    if (chosen != 1) build_forward_order(gf, lookup);
     if (hp.f_embedding_scale != 0.0f) cur = scale(ctx0, cur, hp.f_embedding_scale);
     return cur;
 }

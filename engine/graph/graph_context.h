@@ -102,7 +102,9 @@ class GraphContext {
     Graph *const gf;
 
     // Inputs
-    Tensor *build_inp_embd();     // F32 [n_embd, n_tokens]
+    // F32 [n_embd, n_tokens]; token_scale multiplies the rows looked up from token ids, not raw
+    // embeddings (0: not at all; Gemma 3 scales its tokens' embeddings, not an image's).
+    Tensor *build_inp_embd(float token_scale = 0.0f);
     Tensor *build_inp_pos();      // I32 [n_tokens * the architecture's n_pos_per_embd]
     Tensor *build_inp_out_ids();  // I32 [n_outputs], null when every token is an output
     // Attention over the memory's KV caches (each layer over the one that holds it).

@@ -33,7 +33,7 @@ TEST_P(ArchSettings, LogitsStayCloseToTheExactSetting) {
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, ArchSettings,
     ::testing::Combine(::testing::Values("granite", "command-r", "olmo2", "phi3", "qwen2-yarn",
-                                         "deepseek2-yarn"),
+                                         "deepseek2-yarn", "gemma2", "gemma3"),
                        ::testing::Values(Setting{"flash_f16", true, DType::F16},
                                          Setting{"flash_f32", true, DType::F32},
                                          Setting{"naive_f16", false, DType::F16})),
