@@ -54,9 +54,9 @@ Value make_list(std::vector<Value> items, bool is_tuple) {
 
 }  // namespace
 
-Value Value::undefined(std::string hint) {
+Value Value::undefined(std::string hint, bool strict) {
     Value v;
-    v.data_ = Undefined{std::make_shared<const std::string>(std::move(hint))};
+    v.data_ = Undefined{std::make_shared<const std::string>(std::move(hint)), strict};
     return v;
 }
 
