@@ -185,6 +185,9 @@ std::string hash_key(const Value &key) {
         }
         case Value::Kind::none:
             return "N";
+        case Value::Kind::undefined:
+            // Jinja2's Undefined hashes, and every undefined equals every other.
+            return "U";
         case Value::Kind::list:
             if (key.is_tuple()) {
                 std::string out = "t";

@@ -171,7 +171,8 @@ class Value {
 };
 
 // A dict: entries in insertion order, found through a hash of the key. Keys are hashable
-// values (str, numbers, bool, none, tuples of those); 1, 1.0 and True are the same key.
+// values (str, numbers, bool, none, undefined, tuples of those); 1, 1.0 and True are the same
+// key.
 class Dict {
   public:
     const Value *find(const Value &key) const;
