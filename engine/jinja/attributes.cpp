@@ -4,9 +4,15 @@
 // method when it is called (`d.items()`, as Jinja2 calls it). The interpreter asks bound_method
 // first for calls.
 //
-// Undefined is lenient here: undefined.name and undefined[key] are undefined again (Jinja2
+// Undefined is lenient here: undefined.name and undefined["key"] are undefined again (Jinja2
 // raises, @huggingface/jinja does not; where they differ the expected output is the one that
-// rendered). Using an undefined value for arithmetic, a call or iteration of none still fails.
+// rendered). Where both fail, Loom fails too:
+// * undefined[0] and undefined[a:b] (@huggingface/jinja takes only string keys into undefined,
+//   and slices only lists and strings);
+// * reading further into none[0], d[0] of a dict without that key, 5[0]...: Jinja2 makes them
+//   undefined, and fails on the next .name or [key]; @huggingface/jinja fails at once (a number
+//   indexes only lists and strings). So these undefined values are strict.
+// Using an undefined value for arithmetic, a call or iteration of none still fails.
 #include <fmt/format.h>
 
 #include "engine/jinja/builtins.h"
@@ -25,9 +31,16 @@ Value missing_attribute(const Value &object, const std::string &name) {
     return Value::undefined(fmt::format("'{}' has no attribute '{}'", object_type(object), name));
 }
 
-Value missing_element(const Value &object, const Value &key, Budget &budget) {
+[[noreturn]] void fail_undefined(const Value &undefined) {
+    const std::string &hint = undefined.undefined_hint();
+    render_fail(hint.empty() ? "a value is undefined" : hint);
+}
+
+// A list's or string's element out of range, or (strict) a key that is not a string into anything
+// else.
+Value missing_element(const Value &object, const Value &key, Budget &budget, bool strict) {
     return Value::undefined(
-        fmt::format("{} has no element {}", object_type(object), repr(key, budget)));
+        fmt::format("{} has no element {}", object_type(object), repr(key, budget)), strict);
 }
 
 // Python's index into a sequence of n: negative from the end; std::nullopt out of range.
@@ -71,7 +84,10 @@ SliceRange slice_range(size_t n, const Value &start, const Value &stop, const Va
 }  // namespace
 
 Value get_attribute(const Value &object, const std::string &name) {
-    if (object.is_undefined()) return object;
+    if (object.is_undefined()) {
+        if (object.undefined_is_strict()) fail_undefined(object);
+        return object;
+    }
     if (object.is_dict()) {
         if (const Value *v = object.dict().find(name)) return *v;
     }
@@ -86,6 +102,7 @@ Value get_attribute(const Value &object, const std::string &name) {
 Value get_item(const Value &object, const Value &key, Budget &budget) {
     switch (object.kind()) {
         case Value::Kind::undefined:
+            if (object.undefined_is_strict() || !key.is_string()) fail_undefined(object);
             return object;
         case Value::Kind::dict:
             if (key.is_list() && !key.is_tuple()) render_fail("unhashable type: 'list'");
@@ -95,7 +112,7 @@ Value get_item(const Value &object, const Value &key, Budget &budget) {
         case Value::Kind::list:
             if (key.is_int() || key.is_bool()) {
                 const auto i = sequence_index(key.to_int(), object.items().size());
-                return i ? object.items()[*i] : missing_element(object, key, budget);
+                return i ? object.items()[*i] : missing_element(object, key, budget, false);
             }
             break;
         case Value::Kind::string:
@@ -103,11 +120,11 @@ Value get_item(const Value &object, const Value &key, Budget &budget) {
                 const std::string &s = object.str();
                 if (is_ascii(s)) {
                     const auto i = sequence_index(key.to_int(), s.size());
-                    return i ? Value(s.substr(*i, 1)) : missing_element(object, key, budget);
+                    return i ? Value(s.substr(*i, 1)) : missing_element(object, key, budget, false);
                 }
                 const std::vector<size_t> at = code_point_offsets(s);
                 const auto i = sequence_index(key.to_int(), at.size() - 1);
-                if (!i) return missing_element(object, key, budget);
+                if (!i) return missing_element(object, key, budget, false);
                 return Value(s.substr(at[*i], at[*i + 1] - at[*i]));
             }
             break;
@@ -123,11 +140,11 @@ Value get_item(const Value &object, const Value &key, Budget &budget) {
         }
         return missing_attribute(object, key.str());
     }
-    return missing_element(object, key, budget);
+    return missing_element(object, key, budget, true);
 }
 
 Value slice(const Value &object, const Value &start, const Value &stop, const Value &step) {
-    if (object.is_undefined()) return object;
+    if (object.is_undefined()) fail_undefined(object);
     if (object.is_list()) {
         const auto &items = object.items();
         const SliceRange r = slice_range(items.size(), start, stop, step);

@@ -78,6 +78,7 @@ class JsonWriter {
             render_fail(fmt::format("tojson would be longer than {} bytes", kMaxStringBytes));
         }
         switch (v.kind()) {
+            case Value::Kind::undefined:  // Jinja2 fails; @huggingface/jinja renders null
             case Value::Kind::none:
                 out_ += "null";
                 break;

@@ -202,8 +202,11 @@ Value filter_items(const Value &input, CallArgs &args) {
     return Value::list(std::move(out));
 }
 
-// map('filter', args...) or map(attribute='a.b', default=x).
+// map('filter', args...) or map(attribute='a.b', default=x). Like select and reject, it gives
+// nothing for a false input (none, undefined, empty) without looking at its arguments: Jinja2's
+// generators start with `if value:`.
 Value filter_map(const Value &input, CallArgs &args) {
+    if (!truthy(input)) return Value::list({});
     std::vector<Value> items = iterate(input);
     const auto attribute = std::find_if(args.keywords.begin(), args.keywords.end(),
                                         [](const auto &kw) { return kw.first == "attribute"; });
@@ -231,6 +234,7 @@ Value filter_map(const Value &input, CallArgs &args) {
 
 // select / reject ('test', args...): without a test, by truth.
 Value select_or_reject(const Value &input, CallArgs &args, bool select, bool by_attribute) {
+    if (!truthy(input)) return Value::list({});
     size_t first_test_arg = 0;
     std::optional<AttributePath> path;
     Value attribute_name;

@@ -54,9 +54,9 @@ Value make_list(std::vector<Value> items, bool is_tuple) {
 
 }  // namespace
 
-Value Value::undefined(std::string hint) {
+Value Value::undefined(std::string hint, bool strict) {
     Value v;
-    v.data_ = Undefined{std::make_shared<const std::string>(std::move(hint))};
+    v.data_ = Undefined{std::make_shared<const std::string>(std::move(hint)), strict};
     return v;
 }
 
@@ -185,6 +185,9 @@ std::string hash_key(const Value &key) {
         }
         case Value::Kind::none:
             return "N";
+        case Value::Kind::undefined:
+            // Jinja2's Undefined hashes, and every undefined equals every other.
+            return "U";
         case Value::Kind::list:
             if (key.is_tuple()) {
                 std::string out = "t";

@@ -98,8 +98,10 @@ class Value {
     Value(std::string_view s) : Value(std::string(s)) {}
     Value(const char *s) : Value(std::string(s)) {}
 
-    // Undefined with the message its use reports ("'x' is undefined").
-    static Value undefined(std::string hint);
+    // Undefined with the message its use reports ("'x' is undefined"). A strict one also fails
+    // when read further (.name, [key]), as every undefined does in Jinja2; Loom's others give
+    // undefined again there (attributes.cpp says which are strict).
+    static Value undefined(std::string hint, bool strict = false);
     static Value none() { return Value(None{}); }
     // RenderFailure when the list would nest or reach more than the bounds, or holds a namespace.
     static Value list(std::vector<Value> items);
@@ -133,6 +135,7 @@ class Value {
     const Function &func() const { return *std::get<FunctionPtr>(data_); }
     Object &obj() const { return *std::get<ObjectPtr>(data_); }
     const std::string &undefined_hint() const;
+    bool undefined_is_strict() const { return std::get<Undefined>(data_).strict; }
 
     // The int of an int or bool; the double of any number.
     int64_t to_int() const { return is_bool() ? int64_t(as_bool()) : as_int(); }
@@ -151,6 +154,7 @@ class Value {
   private:
     struct Undefined {
         std::shared_ptr<const std::string> hint;
+        bool strict;  // false in Value() too: variant value-initializes its first alternative
     };
     struct None {};
     using StringPtr = std::shared_ptr<const std::string>;
@@ -167,7 +171,8 @@ class Value {
 };
 
 // A dict: entries in insertion order, found through a hash of the key. Keys are hashable
-// values (str, numbers, bool, none, tuples of those); 1, 1.0 and True are the same key.
+// values (str, numbers, bool, none, undefined, tuples of those); 1, 1.0 and True are the same
+// key.
 class Dict {
   public:
     const Value *find(const Value &key) const;

@@ -1,6 +1,7 @@
 // Filters, methods and the places where Loom chooses between its two references: tojson
-// byte for byte as json.dumps, generators as lists, lenient undefined attributes, a dict's key
-// before its method when read, the method when called, and the sandbox's refusals.
+// byte for byte as json.dumps (null for undefined), generators as lists, lenient undefined
+// attributes, a dict's key before its method when read, the method when called, and the sandbox's
+// refusals.
 #include <gtest/gtest.h>
 
 #include "engine/jinja/json.h"
@@ -23,6 +24,14 @@ TEST(JinjaFilters, TojsonIsPythonJsonDumps) {
     EXPECT_EQ(render("{{ {'b': 1, 'a': 2}|tojson(sort_keys=true, separators=(',', ':')) }}"),
               R"({"a":2,"b":1})");
     EXPECT_EQ(render("{{ '\x01'|tojson }}"), "\"\\u0001\"");
+}
+
+TEST(JinjaFilters, TojsonOfUndefinedIsNull) {
+    // Jinja2 fails ("Object of type Undefined is not JSON serializable"), @huggingface/jinja
+    // renders null; where they differ the expected output is the one that rendered (a tool
+    // without a description in a template that writes `fn.description | tojson`).
+    EXPECT_EQ(render("{{ nope|tojson }} {{ {'a': nope, 'b': [nope]}|tojson }}"),
+              R"(null {"a": null, "b": [null]})");
 }
 
 TEST(JinjaFilters, GeneratorsAreLists) {
