@@ -90,6 +90,7 @@ const std::array<DTypeTraits, kDTypeCount> kTraits = [] {
     }};
     quant::fill_legacy_traits(t);
     quant::fill_k_traits(t);
+    quant::fill_lut4_traits(t);
     return t;
 }();
 

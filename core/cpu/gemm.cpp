@@ -10,6 +10,7 @@
 #include "core/cpu/repack.h"
 #include "core/cpu/simd.h"
 #include "core/quant/legacy_formats.h"
+#include "core/quant/lut4_formats.h"
 
 namespace loom::cpu::gemm {
 namespace {
@@ -473,7 +474,8 @@ void quantized_rows(const Job &job, int64_t K, int64_t mb, int64_t me, std::byte
         quantize_column(x, columns + size_t(j) * column_bytes, K);
     }
     // Groups of columns share each decoded weight block where the format has such a kernel.
-    const quant::DotColumns dot_columns = quant::legacy_dot_columns(job.a_type);
+    quant::DotColumns dot_columns = quant::legacy_dot_columns(job.a_type);
+    if (dot_columns == nullptr) dot_columns = quant::lut4_dot_columns(job.a_type);
     const int64_t group = dot_columns != nullptr ? quant::kMaxDotColumns : 1;
     for (int64_t m0 = mb; m0 < me; m0 += kQuantRowTile) {
         const int64_t m1 = std::min(me, m0 + kQuantRowTile);

@@ -15,8 +15,9 @@
 // rows in place, VL at a time transposed in registers, with the same arithmetic.
 // Block-format weights (traits(type).vec_dot set; rows contiguous) compute as llama.cpp does, for
 // every N: each column is quantized to traits(type).vec_dot_type, then every output element is
-// traits(type).vec_dot of a weight row and a quantized column (the legacy formats dot a weight
-// row with up to 4 columns at once, bit for bit the same), so it does not depend on N.
+// traits(type).vec_dot of a weight row and a quantized column (the legacy and table-indexed
+// formats dot a weight row with up to 4 columns at once, bit for bit the same), so it does not
+// depend on N.
 //
 // Determinism: threads split the work only along M, in whole MR-row panels (and across jobs);
 // the order in which an output element's K terms are summed depends on K and the block sizes,

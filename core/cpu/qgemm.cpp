@@ -136,6 +136,8 @@ const Format *format(DType type) {
             return &kFormatQ4_K;
         case DType::Q6_K:
             return &kFormatQ6_K;
+        case DType::MXFP4:
+            return &kFormatMXFP4;
         default:
             return nullptr;
     }

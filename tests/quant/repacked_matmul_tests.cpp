@@ -10,6 +10,7 @@
 #include "core/cpu/repack.h"
 #include "core/quant/k_blocks.h"
 #include "core/quant/legacy_formats.h"
+#include "core/quant/lut4_formats.h"
 #include "loom/backend.h"
 #include "loom/core.h"
 #include "loom/cpu.h"
@@ -25,7 +26,7 @@ using quant_test::random_f32;
 using quant_test::random_row;
 using quant_test::run_graph;
 
-const DType kRepackedTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+const DType kRepackedTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::MXFP4};
 
 // Weights [K, rows, n_mat] of `type` (random N(0, 1) values quantized) stored in a repack buffer.
 struct RepackedWeights {
@@ -75,6 +76,23 @@ float legacy_expected(DType type, const std::byte *row, const std::byte *column,
             const auto &x = reinterpret_cast<const quant::BlockQ8_0 *>(row)[b];
             for (int i = 0; i < 32; ++i) sum += x.qs[i] * y[b].qs[i];
             dw = fp16_to_f32(x.d);
+        }
+        acc = std::fma(float(sum), dw * fp16_to_f32(y[b].d), acc);
+    }
+    return acc;
+}
+
+// The table-indexed 32-blocks: the same order, with each code's table value.
+float lut4_expected(DType type, const std::byte *row, const std::byte *column, int64_t K) {
+    const auto *y = reinterpret_cast<const quant::BlockQ8_0 *>(column);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < K / 32; ++b) {
+        const auto &x = reinterpret_cast<const quant::BlockMXFP4 *>(row)[b];
+        const int8_t *values = quant::kValuesMxfp4;
+        const float dw = quant::e8m0_half_to_f32(x.e);
+        int32_t sum = 0;
+        for (int i = 0; i < 16; ++i) {
+            sum += values[x.qs[i] & 0x0F] * y[b].qs[i] + values[x.qs[i] >> 4] * y[b].qs[i + 16];
         }
         acc = std::fma(float(sum), dw * fp16_to_f32(y[b].d), acc);
     }
@@ -137,6 +155,7 @@ float expected_element(DType type, const std::byte *row, const float *x, int64_t
     const std::vector<std::byte> column = quantize_column(type, x, K);
     if (type == DType::Q4_K) return q4k_expected(row, column.data(), K);
     if (type == DType::Q6_K) return q6k_expected(row, column.data(), K);
+    if (type == DType::MXFP4) return lut4_expected(type, row, column.data(), K);
     return legacy_expected(type, row, column.data(), K);
 }
 
