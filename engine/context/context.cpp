@@ -55,7 +55,10 @@ std::unique_ptr<Memory> make_memory(const Model &model, const ContextOptions &o)
         params.window = hp.swa;
         return std::make_unique<KvCache>(hp, params);
     }
-    return std::make_unique<KvCacheIswa>(hp, params, std::move(swa_layers), hp.swa, o.n_ubatch);
+    const int64_t swa_per_stream =
+        o.swa_full ? params.size / params.n_stream
+                   : KvCacheIswa::swa_cells_per_stream(params, hp.swa, o.n_ubatch);
+    return std::make_unique<KvCacheIswa>(hp, params, std::move(swa_layers), hp.swa, swa_per_stream);
 }
 
 ContextOptions checked(ContextOptions o) {

@@ -26,6 +26,10 @@ struct ContextOptions {
     // (n_ctx / n_seq_max cells each), which makes each sequence's results independent of the
     // others in the batch.
     bool kv_unified = true;
+    // Sliding-window layers keep a cache as large as the others' rather than one the size of
+    // their window (llama.cpp's --swa-full): more memory, and a cut-back sequence can always
+    // resume without decoding its prompt again.
+    bool swa_full = false;
     bool graph_reuse = true;
     // Pad ubatches to bucketed sizes (engine/context/ubatch_padding.h) so that more graphs are
     // reused; results are the same bit for bit either way. Off: on a CPU a prompt's compute

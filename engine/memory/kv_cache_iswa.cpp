@@ -15,7 +15,7 @@ int64_t KvCacheIswa::swa_cells_per_stream(const KvCacheParams &full, const AttnW
 
 KvCacheIswa::KvCacheIswa(const HParams &hp, const KvCacheParams &full,
                          std::vector<int64_t> swa_layers, const AttnWindow &window,
-                         int64_t n_ubatch) {
+                         int64_t swa_per_stream) {
     KvCacheParams full_params = full;
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         if (std::find(swa_layers.begin(), swa_layers.end(), il) == swa_layers.end()) {
@@ -23,7 +23,7 @@ KvCacheIswa::KvCacheIswa(const HParams &hp, const KvCacheParams &full,
         }
     }
     KvCacheParams swa_params = full;
-    swa_params.size = swa_cells_per_stream(full, window, n_ubatch) * full.n_stream;
+    swa_params.size = swa_per_stream * full.n_stream;
     swa_params.layers = std::move(swa_layers);
     swa_params.window = window;
     full_ = std::make_unique<KvCache>(hp, full_params);

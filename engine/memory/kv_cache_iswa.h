@@ -13,9 +13,9 @@ namespace loom::engine {
 class KvCacheIswa : public Memory {
   public:
     // full: the full-attention cache's parameters; the window's cache takes the same types and
-    // streams, the SWA layers and `window`, and is sized for n_ubatch-token ubatches.
+    // streams, the SWA layers and `window`, with swa_per_stream cells per stream.
     KvCacheIswa(const HParams &hp, const KvCacheParams &full, std::vector<int64_t> swa_layers,
-                const AttnWindow &window, int64_t n_ubatch);
+                const AttnWindow &window, int64_t swa_per_stream);
 
     int n_caches() const override { return 2; }
     const KvCache &cache(int i) const override { return i == 0 ? *full_ : *swa_; }

@@ -6,7 +6,8 @@
 
 namespace loom::engine {
 
-KvCells::KvCells(int64_t size, int n_stream) : cells_(size_t(size)), n_stream_(n_stream) {
+KvCells::KvCells(int64_t size, int n_stream)
+    : cells_(size_t(size)), head_(size_t(n_stream), 0), n_stream_(n_stream) {
     LOOM_ASSERT(n_stream > 0 && size % n_stream == 0);
 }
 
@@ -38,19 +39,40 @@ std::vector<int32_t> KvCells::find_slot(const Ubatch &u, const AttnWindow &windo
     }
     const auto reusable = [&](const KvCell &c) {
         if (c.empty()) return true;
-        if (!window.any() || c.seqs.count() != 1) return false;
+        if (c.seqs.count() != 1) return false;
         return window.hides(c.pos, next[c.seqs._Find_first()]);
     };
-    // The first free cells of each token's stream, in token order; a stream's search resumes
-    // after the cell its previous token took, so no cell is given twice.
     std::vector<int32_t> slot;
     slot.reserve(size_t(u.n_tokens()));
+    if (window.any()) {
+        // A ring: each stream's search starts after the cell it gave last and goes around once,
+        // taking empty cells and those the window left, so the cells hold the latest positions
+        // (what a sequence cut back needs to resume) and no cell is given twice.
+        std::vector<int32_t> cursor = head_, visited(size_t(n_stream_), 0);
+        const auto per = int32_t(per_stream());
+        for (int64_t t = 0; t < u.n_tokens(); ++t) {
+            const int stream = u.seq_id[size_t(t)] % n_stream_;
+            int32_t &c = cursor[size_t(stream)];
+            int32_t &n = visited[size_t(stream)];
+            while (n < per && !reusable(cells_[size_t(stream * per + c)])) {
+                c = (c + 1) % per;
+                ++n;
+            }
+            if (n == per) return {};
+            slot.push_back(stream * per + c);
+            c = (c + 1) % per;
+            ++n;
+        }
+        return slot;
+    }
+    // The first empty cells of each token's stream, in token order; a stream's search resumes
+    // after the cell its previous token took, so no cell is given twice.
     std::vector<int32_t> resume(size_t(n_stream_), 0);
     for (int64_t t = 0; t < u.n_tokens(); ++t) {
         const SeqId seq = u.seq_id[size_t(t)];
         const auto [begin, end] = stream_range(seq);
         int32_t c = std::max(begin, resume[size_t(seq % n_stream_)]);
-        while (c < end && !reusable(cells_[size_t(c)])) ++c;
+        while (c < end && !cells_[size_t(c)].empty()) ++c;
         if (c == end) return {};
         slot.push_back(c);
         resume[size_t(seq % n_stream_)] = c + 1;
@@ -60,10 +82,12 @@ std::vector<int32_t> KvCells::find_slot(const Ubatch &u, const AttnWindow &windo
 
 void KvCells::apply(const Ubatch &u, const std::vector<int32_t> &slot) {
     LOOM_ASSERT(int64_t(slot.size()) == u.n_tokens());
+    const int64_t per = per_stream();
     for (int64_t t = 0; t < u.n_tokens(); ++t) {
         KvCell &cell = cells_[size_t(slot[size_t(t)])];
         cell = KvCell{.pos = u.pos[size_t(t)]};
         cell.seqs.set(size_t(u.seq_id[size_t(t)]));
+        head_[size_t(slot[size_t(t)] / per)] = int32_t((slot[size_t(t)] % per + 1) % per);
     }
 }
 
@@ -83,6 +107,7 @@ int64_t KvCells::n_kv(const Ubatch &u, int64_t pad) const {
 
 void KvCells::clear() {
     std::fill(cells_.begin(), cells_.end(), KvCell{});
+    std::fill(head_.begin(), head_.end(), 0);
 }
 
 void KvCells::seq_rm(SeqId seq, Pos p0, Pos p1) {

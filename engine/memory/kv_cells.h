@@ -40,9 +40,11 @@ class KvCells {
     int64_t used() const;
     int64_t free_in_stream(int stream) const;
 
-    // A cell for each token of u, in token order (empty when the stream of one is full). A cell
-    // is free when it is empty, or when its one sequence's window has moved past it: hidden from
-    // that sequence's next position, so from every later token (positions only grow).
+    // A cell for each token of u, in token order (empty when the stream of one is full): the
+    // first empty cells of each stream. With a window, the stream's cells are a ring instead,
+    // searched from after the cell it gave last, and a cell is also free when its one
+    // sequence's window has moved past it: hidden from that sequence's next position, so from
+    // every later token (positions only grow).
     std::vector<int32_t> find_slot(const Ubatch &u, const AttnWindow &window) const;
     // Records u's tokens in the cells find_slot gave them.
     void apply(const Ubatch &u, const std::vector<int32_t> &slot);
@@ -77,6 +79,7 @@ class KvCells {
     }
 
     std::vector<KvCell> cells_;
+    std::vector<int32_t> head_;  // per stream: the cell after the one the last slot ended with
     int n_stream_;
 };
 

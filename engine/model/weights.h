@@ -16,6 +16,7 @@ struct LayerWeights {
     // Q and K norms: per head (Qwen3), or over the whole projection (OLMo 2)
     Tensor *attn_q_norm = nullptr, *attn_k_norm = nullptr;
     Tensor *attn_post_norm = nullptr;  // post_attention_norm: the attention's output normed
+    Tensor *attn_sinks = nullptr;      // attn_sinks.weight [n_head]: a logit per head (gpt-oss)
     // Latent attention (DeepSeek 2/3): Q through attn_q_a → attn_q_a_norm → attn_q_b; K and V
     // from the latent attn_kv_a_mqa → attn_kv_a_norm, expanded by attn_kv_b, or in the absorbed
     // layout by attn_k_b (into Q) and attn_v_b (after attention).
@@ -33,6 +34,9 @@ struct LayerWeights {
     // experts ffn_{gate,up,down}_shexp, with Qwen2-MoE's gate ffn_gate_inp_shexp [n_embd].
     Tensor *ffn_gate_inp = nullptr, *ffn_exp_probs_b = nullptr;
     Tensor *ffn_gate_exps = nullptr, *ffn_up_exps = nullptr, *ffn_down_exps = nullptr;
+    // gpt-oss's router bias [n_expert] and per-expert biases [n_out, n_expert]
+    Tensor *ffn_gate_inp_b = nullptr;
+    Tensor *ffn_gate_exps_b = nullptr, *ffn_up_exps_b = nullptr, *ffn_down_exps_b = nullptr;
     Tensor *ffn_gate_inp_shexp = nullptr;
     Tensor *ffn_gate_shexp = nullptr, *ffn_up_shexp = nullptr, *ffn_down_shexp = nullptr;
 };

@@ -53,6 +53,30 @@ stopped=$(head -c -1 "$tmp/stopped")
 [ "$(head -c ${#stopped} "$tmp/shifted")" = "$stopped" ] || fail "the shifted run changed the text before the shift"
 [ "$(wc -c <"$tmp/shifted")" -gt "$(wc -c <"$tmp/stopped")" ] || fail "nothing after the shift"
 
+# A model with a chat template gets the prompt as a user's message in it, and prints only the
+# answer: the same tokens as the formatted text sent with --raw. --raw leaves the prompt alone.
+printf '%s' '{% for m in messages %}[{{ m.role }}] {{ m.content }} {% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}' \
+    >"$tmp/template.jinja"
+"$loom" gguf set "$model" "$tmp/chat.gguf" --string-file tokenizer.chat_template="$tmp/template.jinja"
+"$loom" run -m "$tmp/chat.gguf" -p "Once upon a time" -n 12 --temp 0 --system-prompt "Tell a story" \
+    >"$tmp/chat" 2>"$tmp/err" || fail "run with a template: $(cat "$tmp/err")"
+grep -q "the prompt as a user's message, in the model's Jinja template" "$tmp/err" ||
+    fail "no note of the template: $(cat "$tmp/err")"
+formatted="[system] Tell a story [user] Once upon a time [assistant]"
+"$loom" run -m "$tmp/chat.gguf" --raw -p "$formatted" -n 12 --temp 0 >"$tmp/raw" 2>/dev/null
+# (the echo of a raw prompt starts with the space SentencePiece puts before the text)
+[ " $formatted$(cat "$tmp/chat")" = "$(cat "$tmp/raw")" ] ||
+    fail "templated run: '$(cat "$tmp/chat")', raw: '$(cat "$tmp/raw")'"
+[ -s "$tmp/chat" ] || fail "templated run printed nothing"
+# A template chosen for a model without one; --system-prompt without a template is an error.
+"$loom" run -m "$model" --chat-template-file "$tmp/template.jinja" -p "Once upon a time" -n 12 \
+    --temp 0 --system-prompt "Tell a story" >"$tmp/chosen" 2>/dev/null
+cmp -s "$tmp/chosen" "$tmp/chat" || fail "--chat-template-file: '$(cat "$tmp/chosen")'"
+expect_error "^loom run: error: \[run\] --system-prompt needs a chat template" -m "$model" -p "Once" \
+    --system-prompt "Hi"
+expect_error "^loom run: error: \[run\] --raw sends the prompt as it is" -m "$model" -p "Once" \
+    --raw --chat-template chatml
+
 # Ctrl-C while generating: the timings so far, "interrupted", and exit code 130. A generated
 # model of 4,096 trained positions generates long enough to be interrupted.
 "$loom" gguf synth --type F32 --n-vocab 2000 --n-embd 512 --n-layer 4 --n-head 8 --n-head-kv 4 \

@@ -1,16 +1,66 @@
 // `loom gguf dump FILE [--json]`: describes a GGUF file (header, metadata, tensor table).
 // `loom gguf synth OUT [--type T] [--n-embd N ...]`: writes a Llama-shaped model with random
 // weights (for benchmarks, and `make run` when no real model is at hand).
+// `loom gguf set IN OUT [--string KEY=TEXT] [--string-file KEY=PATH]`: a copy of IN with string
+// keys set (a chat template added or replaced, a name changed), tensors unchanged.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/model/synthetic_llama.h"
 #include "loom/gguf.h"
 #include "tools/loom/commands.h"
 
 namespace loom::tools {
+namespace {
+
+// "KEY=VALUE" split at the first '='.
+std::pair<std::string, std::string> key_and_value(const std::string &arg) {
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0) fail("gguf", "'{}' is not KEY=VALUE", arg);
+    return {arg.substr(0, eq), arg.substr(eq + 1)};
+}
+
+void add_gguf_set_command(CLI::App &gguf, int &exit_code) {
+    CLI::App *set = gguf.add_subcommand("set", "copy a GGUF file with string metadata keys set");
+    struct SetOptions {
+        std::string in, out;
+        std::vector<std::string> strings, string_files;
+    };
+    auto o = std::make_shared<SetOptions>();
+    set->add_option("in", o->in, "the GGUF file to copy")->required();
+    set->add_option("out", o->out, "the GGUF file to write")->required();
+    set->add_option("--string", o->strings, "KEY=TEXT: a string key");
+    set->add_option("--string-file", o->string_files, "KEY=PATH: a string key, its text a file's");
+    set->callback([o, &exit_code] {
+        if (o->in == o->out) fail("gguf", "set writes a new file: OUT must differ from IN");
+        const gguf::File source(o->in);
+        gguf::Writer w;
+        for (const auto &entry : source.metadata().entries()) w.set(entry.key, entry.value);
+        for (const std::string &arg : o->strings) {
+            auto [key, value] = key_and_value(arg);
+            w.set(key, value);
+        }
+        for (const std::string &arg : o->string_files) {
+            auto [key, path] = key_and_value(arg);
+            std::ifstream in(path, std::ios::binary);
+            if (!in) fail("gguf", "cannot read '{}'", path);
+            w.set(key, std::string(std::istreambuf_iterator<char>(in), {}));
+        }
+        for (const gguf::TensorInfo &t : source.tensors()) {
+            w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims),
+                         source.tensor_data(t).data());
+        }
+        w.write(o->out);
+        exit_code = 0;
+    });
+}
+
+}  // namespace
 
 void add_gguf_command(CLI::App &app, int &exit_code) {
     CLI::App *gguf = app.add_subcommand("gguf", "inspect GGUF model files");
@@ -52,6 +102,8 @@ void add_gguf_command(CLI::App &app, int &exit_code) {
         engine::write_synthetic_llama(*out, *shape, *type, *seed);
         exit_code = 0;
     });
+
+    add_gguf_set_command(*gguf, exit_code);
 }
 
 }  // namespace loom::tools

@@ -1,6 +1,9 @@
-// `loom run -m MODEL -p PROMPT [-n N] [sampling options] [-c C] [--ignore-eos] [--no-repack]`:
-// generates text after a prompt as llama-cli does, streaming each piece to stdout, then prints the
-// load, prompt and generation timings on stderr.
+// `loom run -m MODEL -p PROMPT [-n N] [sampling options] [-c C] [--ignore-eos] [--no-repack]
+//           [--raw | --chat-template NAME | --chat-template-file T.jinja] [--system-prompt S]`:
+// generates text after a prompt, streaming each piece to stdout, then prints the load, prompt and
+// generation timings on stderr. As llama-cli and ollama do, a model with a chat template gets
+// the prompt as a user's message in its own format (and only the answer is printed); a model
+// without one, or --raw, gets the prompt as it is, echoed before the continuation.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/chat/chat_formatter.h"
 #include "engine/context/context.h"
 #include "engine/context/context_shift.h"
 #include "engine/model/model.h"
@@ -37,6 +41,9 @@ struct RunOptions {
     bool context_shift = false;  // at a full context, drop the older half after the kept tokens
     int32_t n_keep = 0;          // tokens of the prompt a shift keeps (after BOS)
     engine::SamplingParams sampling;
+    bool raw = false;  // the prompt as it is, even where the model has a chat template
+    engine::ChatFormatChoice chat_format;
+    std::string system_prompt;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -99,6 +106,36 @@ void print_timings(const Timings &t, const engine::DecodeStats &stats) {
                stats.graph_reuses);
 }
 
+// The prompt's tokens: the text as it is (BOS per the vocabulary, "<s>"-like text the token, as
+// llama-cli), or the text as a user's message in the chat format, which is used where one was
+// chosen, or where the model has a template and --raw is not given. Sets `chat` accordingly.
+std::vector<int32_t> prompt_tokens(const RunOptions &options, const engine::Model &model,
+                                   bool &chat) {
+    const engine::Vocab &vocab = model.vocab();
+    const bool chosen =
+        !options.chat_format.family_name.empty() || !options.chat_format.template_file.empty();
+    chat = !options.raw && (chosen || model.file().metadata().has("tokenizer.chat_template"));
+    if (options.raw && chosen) fail("run", "--raw sends the prompt as it is: no chat template");
+    if (!chat && !options.system_prompt.empty()) {
+        fail("run", "--system-prompt needs a chat template ({})",
+             options.raw ? "--raw sends the prompt as it is"
+                         : "the model has none; --chat-template NAME gives one");
+    }
+    if (!chat) return vocab.tokenize(options.prompt, true, true);
+    const engine::ChatFormatter formatter =
+        engine::ChatFormatter::choose(model.file().metadata(), vocab, options.chat_format);
+    if (!formatter.warning().empty()) fmt::print(stderr, "loom run: {}\n", formatter.warning());
+    std::vector<engine::ChatMessage> messages;
+    if (!options.system_prompt.empty()) messages.push_back({"system", options.system_prompt});
+    messages.push_back({"user", options.prompt});
+    const std::string text = formatter.render({.messages = engine::chat_messages_value(messages),
+                                               .add_generation_prompt = true,
+                                               .now = engine::local_time_now()});
+    fmt::print(stderr, "loom run: the prompt as a user's message, in {} (--raw: as it is)\n",
+               formatter.description());
+    return formatter.tokenize(vocab, text);
+}
+
 // Returns false when Ctrl-C stopped it.
 bool run_generation(const RunOptions &options) {
     Timings timings;
@@ -109,8 +146,8 @@ bool run_generation(const RunOptions &options) {
 
     engine::ContextOptions context = context_options(options.model);
     context.n_ctx = context_size("run", options.ctx_size, options.ctx_size_given, model->hparams());
-    // As llama-cli: BOS per the vocabulary, and "<s>"-like text in the prompt is the token.
-    const std::vector<int32_t> prompt = vocab.tokenize(options.prompt, true, true);
+    bool chat = false;
+    const std::vector<int32_t> prompt = prompt_tokens(options, *model, chat);
     if (prompt.empty()) fail("run", "the prompt has no tokens");
     if (int64_t(prompt.size()) > context.n_ctx) {
         fail("run", "the prompt has {} tokens, more than the context's {} (raise --ctx-size)",
@@ -130,7 +167,9 @@ bool run_generation(const RunOptions &options) {
     if (options.sampling.temperature > 0) {
         fmt::print(stderr, "loom run: sampler seed {}\n", sampler.seed());
     }
-    for (const int32_t token : prompt) print_piece(vocab.token_to_piece(token, false));
+    if (!chat) {
+        for (const int32_t token : prompt) print_piece(vocab.token_to_piece(token, false));
+    }
 
     interrupted = 0;
     const ScopedSigint handler(on_interrupt, false);
@@ -190,6 +229,16 @@ void add_run_command(CLI::App &app, int &exit_code) {
     add_context_shift_options(*command, options->context_shift, options->n_keep, "stopping");
     command->add_flag("--no-repack", options->no_repack,
                       "keep block-format weights in the file's layout");
+    command->add_flag("--raw,--no-conversation", options->raw,
+                      "send the prompt as it is, not as a user's message in the model's chat "
+                      "template");
+    command->add_option("--chat-template", options->chat_format.family_name,
+                        "a built-in chat format instead of the model's Jinja template: " +
+                            engine::chat_family_names());
+    command->add_option("--chat-template-file", options->chat_format.template_file,
+                        "a Jinja chat template file instead of the model's");
+    command->add_option("--system-prompt", options->system_prompt,
+                        "a system message before the prompt (chat templates only)");
     command->callback([command, options, &exit_code] {
         options->ctx_size_given = command->count("--ctx-size") > 0;
         exit_code = run_generation(*options) ? 0 : 128 + SIGINT;

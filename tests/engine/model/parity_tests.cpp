@@ -164,8 +164,9 @@ const Case kCases[] = {
     {"command-r", 1e-6},
     {"olmo2", 1e-6},
     {"phi3", 1e-6},
-    {"gemma2", 1e-6},  // sliding window 8 on even layers, 67 tokens; soft-capped scores, logits
-    {"gemma3", 1e-6},  // iSWA: window 8 on layers 0, 1, 3 with their own rotary base
+    {"gemma2", 1e-6},   // sliding window 8 on even layers, 67 tokens; soft-capped scores, logits
+    {"gemma3", 1e-6},   // iSWA: window 8 on layers 0, 1, 3 with their own rotary base
+    {"gpt-oss", 1e-6},  // MXFP4 experts, attention sinks, window 8 on even layers, YaRN
     {"llama-2-tiny-random", 1e-12},  // F16 weights
     {"llama-q-q4_0", 1e-12, 1e-3, kQuantizedDecodeGap},
     {"llama-q-q4_1", 1e-12, 1e-3, kQuantizedDecodeGap},

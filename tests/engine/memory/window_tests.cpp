@@ -1,0 +1,178 @@
+// A KV cache with a sliding window: which positions the window hides, which cells a ubatch may
+// take (around a ring: empty ones, or ones every later token's window has left), the mask, and
+// whether a sequence cut back can resume; and how large the iSWA memory makes its window's cache.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/memory/kv_cache_iswa.h"
+#include "loom/error.h"
+
+namespace loom::engine {
+namespace {
+
+HParams tiny_hparams() {
+    HParams hp;
+    hp.n_layer = 2;
+    hp.n_embd = 8;
+    hp.n_head = hp.n_head_kv = 2;
+    hp.n_embd_head_k = hp.n_embd_head_v = 4;
+    return hp;
+}
+
+// One ubatch of sequence `seq` at positions [p0, p1).
+Ubatch run(SeqId seq, Pos p0, Pos p1) {
+    Batch b;
+    for (Pos p = p0; p < p1; ++p) b.add(1, p, seq, true);
+    return split_batch(b, 512, 8, 1).at(0);
+}
+
+// Plans and applies one ubatch; its cells.
+std::vector<int32_t> take(KvCache &kv, const Ubatch &u) {
+    const UbatchMemory m = kv.plan({&u, 1}).at(0);
+    kv.apply(u, m);
+    return m.slots.at(0).cells;
+}
+
+KvCacheParams window_params(int64_t size, int64_t n_swa, WindowType type = WindowType::standard,
+                            int n_seq_max = 1) {
+    return {.size = size,
+            .type_k = DType::F32,
+            .type_v = DType::F32,
+            .n_seq_max = n_seq_max,
+            .window = {.type = type, .n_swa = n_swa}};
+}
+
+TEST(AttnWindow, StandardHidesWhatIsAWindowBack) {
+    const AttnWindow w{.type = WindowType::standard, .n_swa = 4};
+    EXPECT_FALSE(w.hides(9, 9));
+    EXPECT_FALSE(w.hides(6, 9));  // 9 - 6 < 4
+    EXPECT_TRUE(w.hides(5, 9));   // 9 - 5 >= 4
+    EXPECT_FALSE(AttnWindow{}.hides(0, 1000));
+}
+
+TEST(AttnWindow, ChunkedHidesEarlierChunks) {
+    const AttnWindow w{.type = WindowType::chunked, .n_swa = 4};
+    EXPECT_FALSE(w.hides(4, 7));  // the chunk 4..7
+    EXPECT_TRUE(w.hides(3, 4));   // the chunk before
+    EXPECT_FALSE(w.hides(8, 8));
+    EXPECT_TRUE(w.hides(7, 8));
+}
+
+TEST(KvWindowCache, ReusesTheCellsTheWindowLeft) {
+    KvCache kv(tiny_hparams(), window_params(8, 4));
+    EXPECT_EQ(take(kv, run(0, 0, 8)), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+    // Position 8's window is 5..8: the cells of 0..4 are free, the lowest ones taken first.
+    EXPECT_EQ(take(kv, run(0, 8, 10)), (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(kv.seq_pos_min(0), 2);
+    EXPECT_EQ(kv.seq_pos_max(0), 9);
+    EXPECT_EQ(kv.used(), 8);
+}
+
+TEST(KvWindowCache, TheRingNeverTakesACellStillRead) {
+    // From 0..5 cached, positions 6..9 take the two empty cells after them, then (around the
+    // ring) the cells of 0 and 1, hidden from 6, whose window is 3..6.
+    KvCache kv(tiny_hparams(), window_params(8, 4));
+    take(kv, run(0, 0, 6));
+    EXPECT_EQ(take(kv, run(0, 6, 10)), (std::vector<int32_t>{6, 7, 0, 1}));
+    // Now 2..9 are cached: six more tokens have the cells of 2..6 (hidden from 10), five, as
+    // 10's window still shows 7..9.
+    const Ubatch too_many = run(0, 10, 16);
+    try {
+        kv.plan({&too_many, 1});
+        ADD_FAILURE() << "the plan should not fit";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("sliding-window"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(kv.seq_pos_max(0), 9);  // unchanged
+    EXPECT_EQ(kv.seq_pos_min(0), 2);
+    EXPECT_EQ(kv.used(), 8);
+}
+
+TEST(KvWindowCache, PlanningSeveralUbatchesChangesNothing) {
+    KvCache kv(tiny_hparams(), window_params(8, 4));
+    const std::vector<Ubatch> ubatches = {run(0, 0, 6), run(0, 6, 10), run(0, 10, 12)};
+    const std::vector<UbatchMemory> plan = kv.plan(ubatches);
+    ASSERT_EQ(plan.size(), 3u);
+    EXPECT_EQ(plan[1].slots[0].cells, (std::vector<int32_t>{6, 7, 0, 1}));
+    EXPECT_EQ(kv.used(), 0);
+}
+
+TEST(KvWindowCache, SharedCellsAreNotReused) {
+    KvCache kv(tiny_hparams(), window_params(6, 2, WindowType::standard, 2));
+    take(kv, run(0, 0, 4));
+    kv.seq_cp(0, 1, 0, -1);  // one stream: both sequences share the four cells
+    take(kv, run(1, 4, 5));  // takes an empty cell
+    // Sequence 0 at 4 could drop 0..2, but those cells are sequence 1's too: one empty cell left.
+    const Ubatch two = run(0, 4, 6);
+    EXPECT_THROW(kv.plan({&two, 1}), Error);
+}
+
+TEST(KvWindowCache, MaskHidesWhatTheWindowHides) {
+    KvCache kv(tiny_hparams(), window_params(8, 3));
+    const Ubatch u = run(0, 0, 5);
+    const UbatchMemory m = kv.plan({&u, 1}).at(0);
+    kv.apply(u, m);
+    const int64_t n_kv = m.slots[0].n_kv;
+    std::vector<float> mask(size_t(n_kv * u.n_tokens()));
+    kv.fill_mask(u, n_kv, mask.data());
+    for (int64_t t = 0; t < 5; ++t) {
+        for (int64_t c = 0; c < n_kv; ++c) {
+            const bool visible = c <= t && t - c < 3;
+            EXPECT_EQ(mask[size_t(t * n_kv + c)], visible ? 0.0f : -INFINITY)
+                << "token " << t << " cell " << c;
+        }
+    }
+}
+
+TEST(KvWindowCache, ChunkedMask) {
+    KvCache kv(tiny_hparams(), window_params(8, 4, WindowType::chunked));
+    const Ubatch u = run(0, 0, 6);
+    const UbatchMemory m = kv.plan({&u, 1}).at(0);
+    kv.apply(u, m);
+    const int64_t n_kv = m.slots[0].n_kv;
+    std::vector<float> mask(size_t(n_kv * u.n_tokens()));
+    kv.fill_mask(u, n_kv, mask.data());
+    for (int64_t t = 0; t < 6; ++t) {
+        for (int64_t c = 0; c < n_kv; ++c) {
+            const bool visible = c <= t && c / 4 == t / 4;
+            EXPECT_EQ(mask[size_t(t * n_kv + c)], visible ? 0.0f : -INFINITY)
+                << "token " << t << " cell " << c;
+        }
+    }
+}
+
+TEST(KvWindowCache, ResumesOnlyWhereTheWindowIsWhole) {
+    KvCache kv(tiny_hparams(), window_params(8, 4));
+    take(kv, run(0, 0, 8));
+    take(kv, run(0, 8, 12));  // positions 4..11 remain
+    EXPECT_TRUE(kv.seq_can_resume(0, 12));
+    EXPECT_TRUE(kv.seq_can_resume(0, 8));   // needs 5..7
+    EXPECT_FALSE(kv.seq_can_resume(0, 6));  // needs 3..5; 3 is gone
+    EXPECT_TRUE(kv.seq_can_resume(0, 0));
+    KvCache full(tiny_hparams(), window_params(8, 0, WindowType::none));
+    EXPECT_TRUE(full.seq_can_resume(0, 5));
+}
+
+TEST(KvCacheIswa, TheWindowCacheHoldsAWindowPerSequenceAndAUbatch) {
+    const KvCacheParams unified{.size = 4096, .n_stream = 1, .n_seq_max = 2};
+    const AttnWindow w{.type = WindowType::standard, .n_swa = 100};
+    EXPECT_EQ(KvCacheIswa::swa_cells_per_stream(unified, w, 64), 288);  // 264 in 32s
+    const KvCacheParams streams{.size = 4096, .n_stream = 4, .n_seq_max = 4};
+    EXPECT_EQ(KvCacheIswa::swa_cells_per_stream(streams, w, 64), 192);  // 164 in 32s
+    const AttnWindow wide{.type = WindowType::standard, .n_swa = 8192};
+    EXPECT_EQ(KvCacheIswa::swa_cells_per_stream(unified, wide, 64), 4096);  // at most the full
+
+    HParams hp = tiny_hparams();
+    hp.n_layer = 4;
+    KvCacheIswa mem(hp, {.size = 256, .type_k = DType::F32, .type_v = DType::F32}, {0, 2}, w, 32);
+    EXPECT_EQ(mem.cache_of_layer(0), 1);
+    EXPECT_EQ(mem.cache_of_layer(1), 0);
+    EXPECT_EQ(mem.cache(0).layers(), (std::vector<int64_t>{1, 3}));
+    EXPECT_EQ(mem.cache(1).size(), 32);
+    // K and V of 8 floats per cell and layer: 256 cells x 2 layers + 32 x 2.
+    EXPECT_EQ(mem.memory_bytes(), size_t((256 * 2 + 32 * 2) * 2 * 8 * 4));
+}
+
+}  // namespace
+}  // namespace loom::engine
