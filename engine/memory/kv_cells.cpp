@@ -120,6 +120,13 @@ void KvCells::seq_rm(SeqId seq, Pos p0, Pos p1) {
         }
         if (c.empty()) c = KvCell{};
     }
+    restart_empty_rings();
+}
+
+void KvCells::restart_empty_rings() {
+    for (int s = 0; s < n_stream_; ++s) {
+        if (free_in_stream(s) == per_stream()) head_[size_t(s)] = 0;
+    }
 }
 
 void KvCells::seq_share(SeqId src, SeqId dst, Pos p0, Pos p1) {
@@ -162,6 +169,7 @@ void KvCells::seq_keep(SeqId seq) {
             c = KvCell{};
         }
     }
+    restart_empty_rings();
 }
 
 bool KvCells::seq_add(SeqId seq, Pos p0, Pos p1, Pos delta) {

@@ -74,6 +74,9 @@ class KvCells {
     std::vector<int32_t> take_shift();
 
   private:
+    // An emptied stream's ring starts again at its first cell, so that a sequence placed in it
+    // takes the same cells whatever the stream held before.
+    void restart_empty_rings();
     static bool in_range(const KvCell &c, Pos p0, Pos p1) {
         return c.pos >= p0 && (p1 < 0 || c.pos < p1);
     }

@@ -11,37 +11,7 @@ model="$root/../shared/models/stories260K.gguf"
 [ -f "$model" ] || { echo "missing $model (../shared beside the repository)"; exit 1; }
 [ -d "$root/tests/serve/node_modules/openai" ] ||
     { echo "missing the openai npm package: run scripts/setup.sh"; exit 1; }
-fail() { echo "FAIL: $*"; exit 1; }
-tmp=$(mktemp -d)
-pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-
-# start_server ARGS...: a server on a free port; sets pid and url once /health answers 200.
-start_server() {
-    "$loom" serve -m "$model" --port 0 "$@" 2>"$tmp/server.log" &
-    pid=$!
-    for _ in $(seq 100); do
-        port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/server.log")
-        if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
-            url="http://127.0.0.1:$port"
-            return
-        fi
-        sleep 0.1
-    done
-    fail "the server did not start: $(cat "$tmp/server.log")"
-}
-
-# stop_server: SIGINT, then the exit code must be 0 within 2 s.
-stop_server() {
-    kill -INT "$pid"
-    for _ in $(seq 20); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "$pid" 2>/dev/null && fail "the server still runs 2 s after SIGINT"
-    wait "$pid" || fail "exit code $? after SIGINT: $(cat "$tmp/server.log")"
-    pid=""
-}
+source "$root/tests/serve/server_test_setup.sh"
 
 start_server --parallel 4 --ctx-size 2048 --chat-template chatml --threads 2
 node "$root/tests/serve/openai_test.mjs" "$loom" "$model" "$url" || fail "openai client tests"
@@ -121,7 +91,7 @@ cat >"$tmp/tools.jinja" <<'JINJA'
 {%- if tools %}{{ tools|tojson }}
 {% endif %}assistant:
 JINJA
-python3 "$root/tests/tools/gguf_with_template.py" "$model" "$tmp/jinja.gguf" "$tmp/tools.jinja"
+"$loom" gguf set "$model" "$tmp/jinja.gguf" --string-file tokenizer.chat_template="$tmp/tools.jinja"
 model="$tmp/jinja.gguf" start_server --parallel 1 --ctx-size 1024
 grep -q "chat template: the model's Jinja template" "$tmp/server.log" ||
     fail "template banner: $(cat "$tmp/server.log")"

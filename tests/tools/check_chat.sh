@@ -55,7 +55,7 @@ grep -q "the model has no chat template (tokenizer.chat_template); using chatml"
 cat >"$tmp/chatml.jinja" <<'JINJA'
 {% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}
 JINJA
-python3 "$(dirname "$0")/gguf_with_template.py" "$model" "$tmp/jinja.gguf" "$tmp/chatml.jinja"
+"$loom" gguf set "$model" "$tmp/jinja.gguf" --string-file tokenizer.chat_template="$tmp/chatml.jinja"
 printf 'Hello\nOnce upon a time\n/reset\nHello\n' | "$loom" chat -m "$tmp/jinja.gguf" -n 8 --temp 0 \
     >"$tmp/out2" 2>"$tmp/err" || fail "chat with a Jinja template: $(cat "$tmp/err")"
 grep -q "template the model's Jinja template" "$tmp/err" || fail "Jinja banner: $(cat "$tmp/err")"

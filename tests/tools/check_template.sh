@@ -42,7 +42,7 @@ cmp -s "$tmp/out" "$tmp/want" || fail "render with options: $(cat "$tmp/out")"
 
 # A model's own template (stories260K with one added), and its BOS and EOS texts.
 echo '{{ bos_token }}|{{ messages[0].content }}|{{ eos_token }}' >"$tmp/m.jinja"
-python3 "$(dirname "$0")/gguf_with_template.py" "$model" "$tmp/model.gguf" "$tmp/m.jinja"
+"$loom" gguf set "$model" "$tmp/model.gguf" --string-file tokenizer.chat_template="$tmp/m.jinja"
 out=$("$loom" template -m "$tmp/model.gguf" --messages "$tmp/messages.json") ||
     fail "template -m exited non-zero"
 [ "$out" = "<s>|Hi é|</s>" ] || fail "template -m: '$out'"

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/context/context.h"
+#include "engine/memory/kv_cache.h"
 #include "engine/model/model.h"
 #include "loom/error.h"
 #include "tools/loom/bench_report.h"
@@ -109,6 +110,18 @@ class Runner {
         return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
     }
     CpuBackend &backend() { return ctx_->backend(); }
+    // "12.50 MiB: 640 cells x 13 layers + 544 cells x 13 layers (window 512)": the KV caches.
+    std::string memory_summary() const {
+        const engine::Memory &m = ctx_->memory();
+        std::string caches;
+        for (int i = 0; i < m.n_caches(); ++i) {
+            const engine::KvCache &kv = m.cache(i);
+            caches += fmt::format("{}{} cells x {} layers", i == 0 ? "" : " + ", kv.size(),
+                                  kv.layers().size());
+            if (kv.window().any()) caches += fmt::format(" (window {})", kv.window().n_swa);
+        }
+        return fmt::format("{:.2f} MiB: {}", double(m.memory_bytes()) / (1 << 20), caches);
+    }
 
   private:
     int32_t next_token() {
@@ -226,6 +239,8 @@ void run_bench(const BenchOptions &o, const BenchColumns &columns) {
                 r.samples_ns.push_back(runner.run_ns(inst.n_prompt, inst.n_gen));
             }
             if (o.profile) print_profile(runner.backend().take_profile(), inst, o.repetitions);
+            fmt::print(stderr, "loom bench: KV cache of pp{} tg{}: {}\n", inst.n_prompt, inst.n_gen,
+                       runner.memory_summary());
             if (o.output == "md") fmt::print("{}", bench_markdown_row(r, columns));
             if (o.output == "csv" && first_row) fmt::print("{}", bench_csv_header(r, env));
             if (o.output == "csv") fmt::print("{}", bench_csv_row(r, env));

@@ -31,6 +31,9 @@ void add_model_options(CLI::App &command, ModelOptions &options, const std::stri
     command.add_option("--kv-type", options.kv_type, "type of the KV cache's K and V")
         ->capture_default_str()
         ->check(CLI::IsMember({"f16", "f32"}));
+    command.add_flag("--swa-full", options.swa_full,
+                     "sliding-window layers keep a cache as large as the others' (more memory; a "
+                     "cut-back conversation never needs its prompt decoded again)");
 }
 
 void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling) {
@@ -61,7 +64,8 @@ int64_t context_size(const char *command, int64_t requested, bool given,
 engine::ContextOptions context_options(const ModelOptions &options) {
     return {.n_threads = options.n_threads,
             .flash_attn = flash_attn_enabled(options.flash_attn),
-            .kv_type = options.kv_type == "f32" ? DType::F32 : DType::F16};
+            .kv_type = options.kv_type == "f32" ? DType::F32 : DType::F16,
+            .swa_full = options.swa_full};
 }
 
 void add_context_shift_options(CLI::App &command, bool &context_shift, int32_t &n_keep,

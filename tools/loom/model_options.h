@@ -18,10 +18,11 @@ struct ModelOptions {
     int n_threads = 0;  // 0: one per core
     std::string flash_attn;
     std::string kv_type;
+    bool swa_full = false;  // sliding-window layers keep a full-size cache
 };
 
 // Adds -m/--model (required), -t/--threads, --flash-attn on|off|auto (default `default_flash`)
-// and --kv-type f16|f32 (default `default_kv_type`) to `command`, bound to `options`.
+// --kv-type f16|f32 (default `default_kv_type`) and --swa-full to `command`, bound to `options`.
 void add_model_options(CLI::App &command, ModelOptions &options, const std::string &default_kv_type,
                        const std::string &default_flash = "auto");
 
