@@ -38,7 +38,8 @@ KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
             .v_trans = !o.flash_attn,
             .k_only = model.hparams().is_mla,
             .n_stream = n_stream,
-            .n_seq_max = o.n_seq_max};
+            .n_seq_max = o.n_seq_max,
+            .alibi = model.hparams().f_max_alibi_bias > 0.0f};
 }
 
 // One KV cache for every layer, or, where some layers attend through a sliding window and others

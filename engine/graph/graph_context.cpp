@@ -109,6 +109,7 @@ Tensor *GraphContext::build_inp_attn_scale() {
 InputAttnNoCache *GraphContext::build_attn_inp_no_cache() {
     auto *inp = res_.add_input(std::make_unique<InputAttnNoCache>());
     inp->causal = params_.cparams.causal;
+    inp->alibi = hp.f_max_alibi_bias > 0.0f;
     inp->kq_mask = name(set_input(ctx0.new_tensor(DType::F32, {n_tokens, n_tokens})), "kq_mask");
     return inp;
 }
@@ -201,7 +202,8 @@ Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_tra
         // [head_dim_v, n_head, n_q, ns]
         cur = flash_attn_ext(
             ctx0, q, k, v, kq_mask,
-            {.scale = o.kq_scale, .max_bias = o.max_bias, .logit_softcap = o.softcap}, o.sinks);
+            {.scale = o.kq_scale, .max_bias = hp.f_max_alibi_bias, .logit_softcap = o.softcap},
+            o.sinks);
         if (o.v_mla != nullptr) {  // as a matrix product with the queries in dim 1
             cur = mul_mat(ctx0, o.v_mla, permute(ctx0, cur, 0, 2, 1, 3));
             cur = cont(ctx0, permute(ctx0, cur, 0, 2, 1, 3));
@@ -222,8 +224,8 @@ Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_tra
             name(kq, "kq_softcapped", il);
         }
         if (o.kq_b != nullptr) kq = name(add(ctx0, kq, o.kq_b), "kq_plus_kq_b", il);
-        kq =
-            soft_max_ext(ctx0, kq, kq_mask, {.scale = o.kq_scale, .max_bias = o.max_bias}, o.sinks);
+        kq = soft_max_ext(ctx0, kq, kq_mask, {.scale = o.kq_scale, .max_bias = hp.f_max_alibi_bias},
+                          o.sinks);
         name(kq, "kq_soft_max", il);
         // V as [n_kv, head_dim_v, n_head_kv, ns]: each output a dot product over the cells
         if (!v_trans) v = cont(ctx0, permute(ctx0, v, 1, 0, 2, 3));

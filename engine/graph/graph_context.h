@@ -44,7 +44,6 @@ struct AttnOptions {
     // the scaled scores and the naive path the raw ones (its softmax scales after): the same
     // where kq_scale is 1, as Gemma 2 has it (it scales Q instead).
     float softcap = 0.0f;
-    float max_bias = 0.0f;    // ALiBi's largest bias (0: none)
     Tensor *sinks = nullptr;  // F32 [n_head]: a logit per head that takes weight but has no value
     // F32 [n_kv, n_tokens / ns, n_head, ns] added to the scores (their mask's shape per head);
     // the naive path runs where it is given.
@@ -149,7 +148,8 @@ class GraphContext {
     // Multi-head attention of q [head_dim, n_q, n_head, ns] over k [head_dim, n_kv, n_head_kv,
     // ns] and v (the same shape, or [n_kv, head_dim_v, n_head_kv, ns] when v_trans), flash or
     // naive, each head's output then multiplied by v_mla when given: [head_dim_out * n_head,
-    // n_tokens].
+    // n_tokens]. With ALiBi (HParams::f_max_alibi_bias) the masks hold the distances, which
+    // the softmax scales by each head's slope.
     Tensor *build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, Tensor *kq_mask,
                            const AttnOptions &options, int64_t il);
     // act(gate) * up (or act(up) without a gate), any shape.

@@ -1,6 +1,7 @@
 #include "engine/graph/graph_inputs.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -94,7 +95,10 @@ void InputAttnNoCache::set_input(const GraphParams &params) {
         for (int64_t j = 0; j < n; ++j) {
             const bool visible = u.seq_id[size_t(j)] == u.seq_id[size_t(t)] &&
                                  (!causal || u.pos[size_t(j)] <= u.pos[size_t(t)]);
-            mask[t * n + j] = visible ? 0.0f : -std::numeric_limits<float>::infinity();
+            const float distance = float(std::abs(u.pos[size_t(t)] - u.pos[size_t(j)]));
+            mask[t * n + j] = !visible ? -std::numeric_limits<float>::infinity()
+                              : alibi  ? -distance
+                                       : 0.0f;
         }
     }
 }

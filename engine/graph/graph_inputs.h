@@ -63,11 +63,12 @@ class InputAttnScale : public GraphInput {
 };
 
 // Attention among the ubatch's tokens alone: token t sees token u of its sequence (when causal,
-// only those at positions <= t's).
+// only those at positions <= t's); with ALiBi the mask holds -|pos_t - pos_u| where it sees.
 class InputAttnNoCache : public GraphInput {
   public:
     Tensor *kq_mask = nullptr;  // F32 [n_tokens, n_tokens]
     bool causal = true;
+    bool alibi = false;
     void set_input(const GraphParams &params) override;
     bool can_reuse(const GraphParams &params) const override;
 };

@@ -281,7 +281,7 @@ void KvCache::fill_mask(const Ubatch &u, int64_t n_kv, float *out) const {
         for (int64_t c = 0; c < n_kv; ++c) {
             const KvCell &cell = cells_[first + c];
             if (cell.seqs.test(s) && cell.pos <= p && !params_.window.hides(cell.pos, p)) {
-                row[c] = 0.0f;
+                row[c] = params_.alibi ? -float(p - cell.pos) : 0.0f;
             }
         }
     }

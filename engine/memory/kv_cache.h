@@ -42,6 +42,9 @@ struct KvCacheParams {
     std::vector<int64_t> layers;
     // What a token may see besides causality; a window lets cells be reused.
     AttnWindow window;
+    // ALiBi: the mask holds -|p1 - p0| where a token sees a cell, which the softmax scales by
+    // each head's slope (HParams::f_max_alibi_bias), rather than 0.
+    bool alibi = false;
 };
 
 class KvCache : public Memory {
@@ -112,8 +115,8 @@ class KvCache : public Memory {
 
     void fill_k_idxs(const KvSlot &slot, int64_t *out) const;
     void fill_v_idxs(const KvSlot &slot, int64_t *out) const;
-    // mask [n_kv, n_tokens / ns, 1, ns] for u's ns streams (u applied): 0 where a token may see
-    // cell c of its stream, -inf elsewhere.
+    // mask [n_kv, n_tokens / ns, 1, ns] for u's ns streams (u applied): 0 (with ALiBi the
+    // negated distance) where a token may see cell c of its stream, -inf elsewhere.
     void fill_mask(const Ubatch &u, int64_t n_kv, float *out) const;
 
   private:

@@ -142,6 +142,25 @@ TEST(KvWindowCache, ChunkedMask) {
     }
 }
 
+TEST(KvCacheMask, AlibiHoldsTheDistance) {
+    KvCacheParams params = window_params(8, 3);
+    params.alibi = true;
+    KvCache kv(tiny_hparams(), params);
+    const Ubatch u = run(0, 0, 5);
+    const UbatchMemory m = kv.plan({&u, 1}).at(0);
+    kv.apply(u, m);
+    const int64_t n_kv = m.slots[0].n_kv;
+    std::vector<float> mask(size_t(n_kv * u.n_tokens()));
+    kv.fill_mask(u, n_kv, mask.data());
+    for (int64_t t = 0; t < 5; ++t) {
+        for (int64_t c = 0; c < n_kv; ++c) {
+            const bool visible = c <= t && t - c < 3;
+            EXPECT_EQ(mask[size_t(t * n_kv + c)], visible ? -float(t - c) : -INFINITY)
+                << "token " << t << " cell " << c;
+        }
+    }
+}
+
 TEST(KvWindowCache, ResumesOnlyWhereTheWindowIsWhole) {
     KvCache kv(tiny_hparams(), window_params(8, 4));
     take(kv, run(0, 0, 8));
