@@ -113,18 +113,25 @@ constexpr const char *kArchIntegerKeys[] = {"context_length",
                                             "vocab_size",
                                             "expert_feed_forward_length",
                                             "attention.sliding_window",
+                                            "attention.sliding_window_pattern",
                                             "rope.scaling.original_context_length"};
 constexpr const char *kArchFloatKeys[] = {"attention.layer_norm_rms_epsilon",
-                                          "attention.layer_norm_epsilon", "rope.freq_base",
-                                          "rope.scaling.factor", "logit_scale"};
+                                          "attention.layer_norm_epsilon",
+                                          "rope.freq_base",
+                                          "rope.scaling.factor",
+                                          "logit_scale",
+                                          "rope.freq_base_swa",
+                                          "attn_logit_softcapping",
+                                          "final_logit_softcapping"};
 constexpr const char *kTokenIdKeys[] = {
     "tokenizer.ggml.bos_token_id",       "tokenizer.ggml.eos_token_id",
     "tokenizer.ggml.unknown_token_id",   "tokenizer.ggml.padding_token_id",
     "tokenizer.ggml.seperator_token_id", "tokenizer.ggml.eot_token_id"};
 constexpr const char *kArrayKeys[] = {"tokenizer.ggml.tokens", "tokenizer.ggml.scores",
                                       "tokenizer.ggml.token_type", "tokenizer.ggml.merges"};
-constexpr const char *kArchitectures[] = {"llama",     "qwen2",    "qwen3",    "gpt2",
-                                          "deepseek2", "qwen2moe", "qwen3moe", "bogus"};
+constexpr const char *kArchitectures[] = {
+    "llama",     "qwen2", "qwen3", "gpt2",   "deepseek2", "qwen2moe", "qwen3moe", "granite",
+    "command-r", "olmo2", "phi3",  "gemma2", "gemma3",    "gpt-oss",  "bogus"};
 constexpr const char *kTokenizerModels[] = {"llama", "gpt2", "bert", "none", "t5", ""};
 constexpr DType kTensorTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                                   DType::Q4_0, DType::Q4_K, DType::Q6_K, DType::I32};
@@ -258,28 +265,36 @@ constexpr size_t kZeroBytes = size_t(8) << 20;
 }  // namespace
 
 struct BaseModel {
-    Model model;
-    std::unique_ptr<gguf::File> file;
+    std::vector<std::unique_ptr<gguf::File>> files;
+    std::vector<Model> models;  // the input's flags pick one
     std::vector<std::byte> zeros;
     std::string scratch_path;
 };
 
+// Three bases: a Llama (stories260K), and llama.cpp's gemma2 and gpt-oss fixtures for the
+// sliding-window memory, soft-capping, sinks, biased experts and MXFP4 weights. Each is cut to
+// two layers (a full one and a windowed one where it has both): a smaller file to write per
+// input, still more than one layer.
 std::shared_ptr<BaseModel> load_base_model(const std::string &root) {
     auto base = std::make_shared<BaseModel>();
-    base->file = std::make_unique<gguf::File>(root + "/../shared/models/stories260K.gguf");
-    base->model.metadata = base->file->metadata();
-    // Two of its five layers: a smaller file to write per input, still more than one layer.
-    base->model.metadata.set("llama.block_count", uint32_t(2));
-    for (const gguf::TensorInfo &t : base->file->tensors()) {
-        if (t.name.starts_with("blk.") && !t.name.starts_with("blk.0.") &&
-            !t.name.starts_with("blk.1.")) {
-            continue;
+    for (const char *path :
+         {"/../shared/models/stories260K.gguf", "/../shared/fixtures/gemma2/model.gguf",
+          "/../shared/fixtures/gpt-oss/model.gguf"}) {
+        const auto &file = base->files.emplace_back(std::make_unique<gguf::File>(root + path));
+        Model &m = base->models.emplace_back();
+        m.metadata = file->metadata();
+        m.metadata.set(m.arch() + ".block_count", uint32_t(2));
+        for (const gguf::TensorInfo &t : file->tensors()) {
+            if (t.name.starts_with("blk.") && !t.name.starts_with("blk.0.") &&
+                !t.name.starts_with("blk.1.")) {
+                continue;
+            }
+            m.tensors.push_back({t.name,
+                                 t.type,
+                                 t.n_dims,
+                                 {t.ne[0], t.ne[1], t.ne[2], t.ne[3]},
+                                 file->tensor_data(t).data()});
         }
-        base->model.tensors.push_back({t.name,
-                                       t.type,
-                                       t.n_dims,
-                                       {t.ne[0], t.ne[1], t.ne[2], t.ne[3]},
-                                       base->file->tensor_data(t).data()});
     }
     base->zeros.resize(kZeroBytes);
     // A file in memory where there is a tmpfs: each input writes one and maps it.
@@ -296,7 +311,7 @@ std::shared_ptr<BaseModel> load_base_model(const std::string &root) {
 void model_load_one_input(const BaseModel &base, const uint8_t *data, size_t size) {
     Reader r(data, size);
     const uint8_t flags = r.byte();
-    Model m = base.model;
+    Model m = base.models[size_t(flags >> 2) % base.models.size()];
     for (int i = 0; i < 16 && !r.done(); ++i) mutate(m, r);
 
     gguf::Writer writer;

@@ -27,8 +27,9 @@ void tokenizer_one_input(const std::vector<std::unique_ptr<engine::Vocab>> &voca
 // The bytes as the body of POST /v1/completions and /v1/chat/completions.
 void request_one_input(const uint8_t *data, size_t size);
 
-// ../shared/models/stories260K.gguf cut to two layers, read once: what model_load_one_input lies
-// about. `root` is the repository's root.
+// ../shared/models/stories260K.gguf and the gemma2 and gpt-oss fixture models, each cut to two
+// layers, read once: what model_load_one_input lies about (the first byte's upper bits pick the
+// model). `root` is the repository's root.
 struct BaseModel;
 std::shared_ptr<BaseModel> load_base_model(const std::string &root);
 
