@@ -28,6 +28,12 @@ const std::vector<FixtureVariant> &fixture_variants() {
          .keys = {{"attention.sliding_window_pattern", uint32_t(2)}}},
         // The pattern and rope.freq_base_swa stay in the file: without a window both are unused.
         {.name = "gemma3-no-window", .fixture = "gemma3", .dropped = {"attention.sliding_window"}},
+        // Mistral Large 3's attention temperature on DeepSeek's YaRN model: Q of position p
+        // scaled by 1 + 0.5 ln(floor(p / 4) + 1), so by up to 2.15 at position 39.
+        {.name = "deepseek2-temperature",
+         .fixture = "deepseek2-yarn",
+         .keys = {{"attention.temperature_scale", 0.5f},
+                  {"attention.temperature_length", uint32_t(4)}}},
     };
     return variants;
 }

@@ -1,11 +1,12 @@
-// Sliding windows of other sizes and layer patterns, and no window at all, against llama.cpp's
-// logits on variants of the shared fixtures
+// Sliding windows of other sizes and layer patterns, no window at all and DeepSeek's attention
+// temperature, against llama.cpp's logits on variants of the shared fixtures
 // (tests/engine/model/fixture_variants.h; variants/README.md says how the references were made).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 
+#include "loom/error.h"
 #include "tests/engine/model/fixture.h"
 #include "tests/engine/model/fixture_variants.h"
 
@@ -58,6 +59,44 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, VariantParity, ::testing::ValuesIn(test::fixt
                              std::replace(s.begin(), s.end(), '-', '_');
                              return s;
                          });
+
+// The variant called `name`, which the list must have.
+FixtureVariant variant_named(const std::string &name) {
+    for (const FixtureVariant &v : test::fixture_variants()) {
+        if (v.name == name) return v;
+    }
+    ADD_FAILURE() << "no variant " << name;
+    return {};
+}
+
+// The message of the loom::Error loading `v` throws ("" and a test failure when none).
+std::string load_error(const FixtureVariant &v) {
+    const test::Fixture f = test::load_fixture(v.fixture);
+    const std::string path = test::write_variant_model(v, f);
+    try {
+        Model::load(path);
+    } catch (const Error &e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "no loom::Error loading " << v.name;
+    return "";
+}
+
+class VariantKeys : public ::testing::Test {
+  protected:
+    void TearDown() override {
+        if (!test::keep_variant_files()) std::filesystem::remove_all(test::variants_dir());
+    }
+};
+
+// A temperature without the length its floor divides by would divide by zero.
+TEST_F(VariantKeys, TemperatureNeedsALength) {
+    FixtureVariant v = variant_named("deepseek2-temperature");
+    v.name = "deepseek2-temperature-without-length";
+    v.keys = {{"attention.temperature_scale", 0.5f}};
+    const std::string msg = load_error(v);
+    EXPECT_NE(msg.find("deepseek2.attention.temperature_length"), std::string::npos) << msg;
+}
 
 }  // namespace
 }  // namespace loom::engine

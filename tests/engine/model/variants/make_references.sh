@@ -23,7 +23,8 @@ variants="gemma2-swa3 gemma2
 gemma2-swa16 gemma2
 gemma2-swa-layers gemma2
 gemma3-pattern2 gemma3
-gemma3-no-window gemma3"
+gemma3-no-window gemma3
+deepseek2-temperature deepseek2-yarn"
 
 while read -r name fixture; do
     tokens=$(python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['tokens'][:40])))" \
