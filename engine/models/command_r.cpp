@@ -49,8 +49,12 @@ void build_cohere_graph(GraphContext &g) {
             q = g.build_norm(q, l.attn_q_norm, nullptr, NormType::layer, il);
         if (l.attn_k_norm != nullptr)
             k = g.build_norm(k, l.attn_k_norm, nullptr, NormType::layer, il);
-        q = g.name(g.build_rope(q, pos, il), "Qcur", il);
-        k = g.name(g.build_rope(k, pos, il), "Kcur", il);
+        if (hp.has_rope(il)) {
+            q = g.build_rope(q, pos, il);
+            k = g.build_rope(k, pos, il);
+        }
+        q = g.name(q, "Qcur", il);
+        k = g.name(k, "Kcur", il);
         Tensor *attn_out =
             g.build_attn(attn, {q, k, v}, {.wo = l.wo, .wo_b = l.bo, .kq_scale = kq_scale}, il);
         if (il == hp.n_layer - 1 && out_ids != nullptr) {  // only the rows that give logits

@@ -34,6 +34,13 @@ const std::vector<FixtureVariant> &fixture_variants() {
          .fixture = "deepseek2-yarn",
          .keys = {{"attention.temperature_scale", 0.5f},
                   {"attention.temperature_length", uint32_t(4)}}},
+        // Command R's 2 layers repeated to 4, so that the default pattern 4 leaves the last one
+        // attending fully (and without rotary positions).
+        {.name = "cohere2",
+         .fixture = "command-r",
+         .arch = "cohere2",
+         .keys = {{"attention.sliding_window", uint32_t(8)}},
+         .n_layer = 4},
     };
     return variants;
 }

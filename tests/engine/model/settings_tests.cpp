@@ -34,8 +34,8 @@ TEST_P(ArchSettings, LogitsStayCloseToTheExactSetting) {
     EXPECT_LT(test::nmse(got, f.logits), 1e-5);
 }
 
-// The same for the variants of tests/engine/model/fixture_variants.h, against llama.cpp's logits
-// at their kept positions.
+// The same for the variants of tests/engine/model/fixture_variants.h (cohere2 has no fixture of
+// its own), against llama.cpp's logits at their kept positions.
 class VariantSettings : public ::testing::TestWithParam<std::tuple<test::FixtureVariant, Setting>> {
   protected:
     void TearDown() override {

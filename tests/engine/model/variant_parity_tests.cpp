@@ -1,5 +1,5 @@
-// Sliding windows of other sizes and layer patterns, no window at all and DeepSeek's attention
-// temperature, against llama.cpp's logits on variants of the shared fixtures
+// Sliding windows of other sizes and layer patterns, no window at all, DeepSeek's attention
+// temperature and cohere2, against llama.cpp's logits on variants of the shared fixtures
 // (tests/engine/model/fixture_variants.h; variants/README.md says how the references were made).
 #include <gtest/gtest.h>
 
@@ -88,6 +88,30 @@ class VariantKeys : public ::testing::Test {
         if (!test::keep_variant_files()) std::filesystem::remove_all(test::variants_dir());
     }
 };
+
+// llama.cpp requires these of cohere2; each missing one is named.
+TEST_F(VariantKeys, Cohere2NeedsItsWindowAndLogitScale) {
+    for (const char *key : {"attention.sliding_window", "logit_scale"}) {
+        FixtureVariant v = variant_named("cohere2");
+        v.name = "cohere2-without-key";
+        v.dropped = {key};
+        std::erase_if(v.keys, [&](const auto &k) { return k.first == key; });
+        const std::string msg = load_error(v);
+        EXPECT_NE(msg.find(std::string("cohere2.") + key + " is missing"), std::string::npos)
+            << msg;
+    }
+}
+
+TEST_F(VariantKeys, Cohere2RotatesTheWindowLayersOnly) {
+    const test::Fixture f = test::load_fixture("command-r");
+    const auto model = Model::load(test::write_variant_model(variant_named("cohere2"), f));
+    const HParams &hp = model->hparams();
+    EXPECT_EQ(hp.swa.n_swa, 8);
+    for (int64_t il = 0; il < 4; ++il) {
+        EXPECT_EQ(hp.is_swa(il), il != 3) << "layer " << il;  // pattern 4 by default
+        EXPECT_EQ(hp.has_rope(il), il != 3) << "layer " << il;
+    }
+}
 
 // A temperature without the length its floor divides by would divide by zero.
 TEST_F(VariantKeys, TemperatureNeedsALength) {

@@ -24,7 +24,8 @@ gemma2-swa16 gemma2
 gemma2-swa-layers gemma2
 gemma3-pattern2 gemma3
 gemma3-no-window gemma3
-deepseek2-temperature deepseek2-yarn"
+deepseek2-temperature deepseek2-yarn
+cohere2 command-r"
 
 while read -r name fixture; do
     tokens=$(python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['tokens'][:40])))" \
