@@ -130,8 +130,8 @@ constexpr const char *kTokenIdKeys[] = {
 constexpr const char *kArrayKeys[] = {"tokenizer.ggml.tokens", "tokenizer.ggml.scores",
                                       "tokenizer.ggml.token_type", "tokenizer.ggml.merges"};
 constexpr const char *kArchitectures[] = {
-    "llama",     "qwen2", "qwen3", "gpt2",   "deepseek2", "qwen2moe", "qwen3moe", "granite",
-    "command-r", "olmo2", "phi3",  "gemma2", "gemma3",    "gpt-oss",  "bogus"};
+    "llama",     "qwen2",   "qwen3", "gpt2", "deepseek2", "qwen2moe", "qwen3moe", "granite",
+    "command-r", "cohere2", "olmo2", "phi3", "gemma2",    "gemma3",   "gpt-oss",  "bogus"};
 constexpr const char *kTokenizerModels[] = {"llama", "gpt2", "bert", "none", "t5", ""};
 constexpr DType kTensorTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                                   DType::Q4_0, DType::Q4_K, DType::Q6_K, DType::I32};

@@ -223,13 +223,17 @@ void Context::apply_kv_shift() {
 
 void Context::rotate_k(const KvCache &kv, const std::vector<int32_t> &deltas) {
     const HParams &hp = model_.hparams();
-    const auto n_layers = int64_t(kv.layers().size());
+    std::vector<int64_t> layers;  // those whose K holds a rotation
+    for (const int64_t il : kv.layers()) {
+        if (hp.has_rope(il)) layers.push_back(il);
+    }
+    if (layers.empty()) return;  // the graph would not even read the deltas
     // Four nodes per layer: a graph of 8 * n_layers nodes has room, each record under 1 KiB.
-    const size_t n_nodes = size_t(8 * n_layers + 16);
+    const size_t n_nodes = 8 * layers.size() + 16;
     loom::Context ctx({.mem_size = n_nodes * 1024 + n_nodes * 64, .no_alloc = true});
     Graph *graph = new_graph(ctx, n_nodes);
     Tensor *pos = set_input(ctx.new_tensor(DType::I32, {kv.size()}));
-    for (const int64_t il : kv.layers()) {
+    for (const int64_t il : layers) {
         Tensor *k = kv.k(il);
         const size_t elt = traits(k->type).type_size;
         // The rotary dims of each head, [n_rot, n_head_kv, cells]: rope rotates each cell by its

@@ -54,6 +54,9 @@ struct HParams {
     std::vector<bool> swa_layers;  // per layer; empty: no layer
     float rope_freq_base_swa = 10000.0f;
     float rope_freq_scale_swa = 1.0f;
+    // Layers whose Q and K get no rotary positions (Command R7B's full-attention layers): a
+    // context shift leaves their cached K as it is. Empty: every layer has them.
+    std::vector<bool> no_rope_layers;
 
     // Soft-capping (0: none): x -> cap * tanh(x / cap), of the attention scores
     // (<arch>.attn_logit_softcapping) and of the logits (<arch>.final_logit_softcapping).
@@ -101,6 +104,9 @@ struct HParams {
     int64_t n_gqa() const { return n_head / n_head_kv; }
     bool is_swa(int64_t il) const {
         return size_t(il) < swa_layers.size() && swa_layers[size_t(il)];
+    }
+    bool has_rope(int64_t il) const {
+        return size_t(il) >= no_rope_layers.size() || !no_rope_layers[size_t(il)];
     }
     // The longest context the positions are meant for: the training context, or the original
     // one stretched by YaRN where that is longer.

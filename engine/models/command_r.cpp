@@ -4,13 +4,13 @@
 // Command R+ (64 layers and more) adds per-head LayerNorms of Q and K.
 #include <cmath>
 
-#include "engine/graph/graph_context.h"
 #include "engine/models/attention.h"
+#include "engine/models/cohere.h"
 
 namespace loom::engine {
-namespace {
 
-void load_command_r(WeightLoader &w, const HParams &hp, ModelWeights &m) {
+void load_cohere_weights(WeightLoader &w, const HParams &hp, ModelWeights &m,
+                         const CohereOptions &options) {
     const int64_t n_embd = hp.n_embd;
     m.tok_embd = w.require("token_embd.weight", {n_embd, hp.n_vocab});
     w.read_by_rows(m.tok_embd);
@@ -22,18 +22,18 @@ void load_command_r(WeightLoader &w, const HParams &hp, ModelWeights &m) {
         auto name = [&](const char *n) { return WeightLoader::layer_name(il, n); };
         l.attn_norm = w.require(name("attn_norm.weight"), {n_embd});
         load_attn_weights(w, hp, il, l);
-        l.attn_q_norm = w.optional(name("attn_q_norm.weight"), {hp.n_embd_head_k, hp.n_head});
-        l.attn_k_norm = w.optional(name("attn_k_norm.weight"), {hp.n_embd_head_k, hp.n_head_kv});
+        if (options.qk_norm) {
+            l.attn_q_norm = w.optional(name("attn_q_norm.weight"), {hp.n_embd_head_k, hp.n_head});
+            l.attn_k_norm =
+                w.optional(name("attn_k_norm.weight"), {hp.n_embd_head_k, hp.n_head_kv});
+        }
         l.ffn_gate = w.require(name("ffn_gate.weight"), {n_embd, hp.n_ff});
         l.ffn_up = w.require(name("ffn_up.weight"), {n_embd, hp.n_ff});
         l.ffn_down = w.require(name("ffn_down.weight"), {hp.n_ff, n_embd});
     }
 }
 
-//   x = embed(tokens)
-//   per layer: h = layer_norm(x); x += attn(h) + ffn(h)
-//   logits = output(layer_norm(x)) * logit_scale
-void build_command_r(GraphContext &g) {
+void build_cohere_graph(GraphContext &g) {
     const HParams &hp = g.hp;
     Tensor *x = g.build_inp_embd();
     Tensor *pos = g.build_inp_pos();
@@ -49,8 +49,12 @@ void build_command_r(GraphContext &g) {
             q = g.build_norm(q, l.attn_q_norm, nullptr, NormType::layer, il);
         if (l.attn_k_norm != nullptr)
             k = g.build_norm(k, l.attn_k_norm, nullptr, NormType::layer, il);
-        q = g.name(g.build_rope(q, pos, il), "Qcur", il);
-        k = g.name(g.build_rope(k, pos, il), "Kcur", il);
+        if (hp.has_rope(il)) {
+            q = g.build_rope(q, pos, il);
+            k = g.build_rope(k, pos, il);
+        }
+        q = g.name(q, "Qcur", il);
+        k = g.name(k, "Kcur", il);
         Tensor *attn_out =
             g.build_attn(attn, {q, k, v}, {.wo = l.wo, .wo_b = l.bo, .kq_scale = kq_scale}, il);
         if (il == hp.n_layer - 1 && out_ids != nullptr) {  // only the rows that give logits
@@ -66,11 +70,19 @@ void build_command_r(GraphContext &g) {
     g.build_logits(g.build_norm(x, g.w.output_norm, nullptr, NormType::layer, -1));
 }
 
+namespace {
+
+constexpr CohereOptions kCommandR{.qk_norm = true};
+
+void load_command_r(WeightLoader &w, const HParams &hp, ModelWeights &m) {
+    load_cohere_weights(w, hp, m, kCommandR);
+}
+
 }  // namespace
 
 extern const ArchDescriptor kArch_command_r{.name = "command-r",
                                             .rope_mode = RopeMode::normal,
                                             .load_weights = load_command_r,
-                                            .build_graph = build_command_r};
+                                            .build_graph = build_cohere_graph};
 
 }  // namespace loom::engine

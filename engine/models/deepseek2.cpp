@@ -6,6 +6,7 @@
 // [latent | rotary key] per token and attention runs as one KV head: attn_k_b moves into Q and
 // attn_v_b turns each head's attended latent into its output. In the legacy layout (attn_kv_b)
 // the latent is expanded to per-head K and V first. Each head's rotary dims are its last n_rot.
+// Mistral Large 3 multiplies Q by a temperature that grows with the position.
 //
 // Feed-forward: n_layer_dense_lead dense SwiGLU layers, then MoE layers (sigmoid or softmax
 // router, selection bias, expert groups, weights normalised and scaled) plus shared experts.
@@ -69,9 +70,10 @@ void load_deepseek2(WeightLoader &w, const HParams &hp, ModelWeights &m) {
     }
 }
 
-// [n_embd, n_tokens] → the attention output [n_embd, n_tokens].
+// [n_embd, n_tokens] → the attention output [n_embd, n_tokens]. temp: each token's attention
+// temperature F32 [1, 1, n_tokens] that Q is multiplied by, or null.
 Tensor *build_latent_attention(GraphContext &g, const LayerWeights &l, Tensor *cur, Tensor *pos,
-                               InputAttnKv *attn, int64_t il) {
+                               Tensor *temp, InputAttnKv *attn, int64_t il) {
     const HParams &hp = g.hp;
     loom::Context &ctx = g.ctx0;
     const int64_t n_tokens = g.n_tokens, n_head = hp.n_head, n_rot = hp.n_rot;
@@ -103,6 +105,7 @@ Tensor *build_latent_attention(GraphContext &g, const LayerWeights &l, Tensor *c
         Tensor *q_absorbed = mul_mat(ctx, l.wk_b, permute(ctx, q_nope, 0, 2, 1, 3));
         q_absorbed = permute(ctx, q_absorbed, 0, 2, 1, 3);  // [rank, n_head, n_tokens]
         Tensor *q_cur = g.name(concat(ctx, q_absorbed, q_pe, 0), "Qcur", il);
+        if (temp != nullptr) q_cur = g.name(mul(ctx, q_cur, temp), "Qcur_attn_temp_scaled", il);
         latent = reshape(ctx, latent, {rank, 1, n_tokens});
         Tensor *k_cur = g.name(concat(ctx, latent, k_pe, 0), "Kcur", il);
         return g.build_attn(attn, {q_cur, k_cur, latent},
@@ -116,6 +119,7 @@ Tensor *build_latent_attention(GraphContext &g, const LayerWeights &l, Tensor *c
     Tensor *v_cur = cont(ctx, view_3d(ctx, kv, v_head, n_head, n_tokens, row, row * size_t(n_head),
                                       size_t(nope) * elt));
     Tensor *q_cur = g.name(concat(ctx, q_nope, q_pe, 0), "Qcur", il);
+    if (temp != nullptr) q_cur = g.name(mul(ctx, q_cur, temp), "Qcur_attn_temp_scaled", il);
     Tensor *k_pe_heads = repeat(ctx, k_pe, ctx.new_tensor(DType::F32, {n_rot, n_head, n_tokens}));
     Tensor *k_cur = g.name(concat(ctx, k_nope, k_pe_heads, 0), "Kcur", il);
     return g.build_attn(attn, {q_cur, k_cur, v_cur}, {.wo = l.wo, .kq_scale = kq_scale}, il);
@@ -143,13 +147,15 @@ MoeGating gating_of(const HParams &hp) {
 void build_deepseek2(GraphContext &g) {
     const HParams &hp = g.hp;
     Tensor *x = g.build_inp_embd();
+    // Mistral Large 3's attention temperature: Q scaled by a factor growing with the position.
+    Tensor *temp = hp.f_attn_temp_scale != 0.0f ? g.build_inp_attn_scale() : nullptr;
     Tensor *pos = g.build_inp_pos();
     InputAttnKv *attn = hp.is_mla ? g.build_attn_inp_k() : g.build_attn_inp_kv();
     Tensor *out_ids = g.build_inp_out_ids();
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         const LayerWeights &l = g.w.layers[size_t(il)];
         Tensor *cur = g.build_norm(x, l.attn_norm, nullptr, NormType::rms, il);
-        cur = build_latent_attention(g, l, cur, pos, attn, il);
+        cur = build_latent_attention(g, l, cur, pos, temp, attn, il);
         if (il == hp.n_layer - 1 && out_ids != nullptr) {  // only the rows that give logits
             cur = get_rows(g.ctx0, cur, out_ids);
             x = get_rows(g.ctx0, x, out_ids);
@@ -172,7 +178,7 @@ void build_deepseek2(GraphContext &g) {
 // rope.scaling.yarn_log_multiplier. DeepSeek V2's configs give mscale = mscale_all_dim (their
 // ratio, the rotary magnitude, is then 1); V3's give 1 for both, which llama.cpp reads the same
 // way.
-void read_deepseek2_hparams(const gguf::Metadata &meta, HParams &hp) {
+void read_yarn_log_multiplier(const gguf::Metadata &meta, HParams &hp) {
     const auto log_mul = read_float(meta, arch_key(hp, "rope.scaling.yarn_log_multiplier"));
     if (!log_mul) return;
     if (!std::isfinite(*log_mul)) {
@@ -181,6 +187,27 @@ void read_deepseek2_hparams(const gguf::Metadata &meta, HParams &hp) {
     }
     hp.yarn_log_mul = *log_mul / 0.1f;
     if (hp.yarn_log_mul != 1.0f) hp.yarn_mscale = hp.yarn_log_mul;
+}
+
+// Mistral Large 3 (Llama 4's temperature tuning): Q of position p multiplied by
+// 1 + temperature_scale * ln(floor(p / temperature_length) + 1); no offset.
+void read_attn_temperature(const gguf::Metadata &meta, HParams &hp) {
+    const std::string scale_key = arch_key(hp, "attention.temperature_scale");
+    const std::string length_key = arch_key(hp, "attention.temperature_length");
+    hp.f_attn_temp_scale = read_float(meta, scale_key).value_or(0.0f);
+    if (!std::isfinite(hp.f_attn_temp_scale)) {
+        fail("model", "{} = {} is not a number", scale_key, hp.f_attn_temp_scale);
+    }
+    hp.n_attn_temp_floor_scale = meta.get_integer_optional<int64_t>(length_key).value_or(0);
+    if (hp.f_attn_temp_scale != 0.0f && hp.n_attn_temp_floor_scale <= 0) {
+        fail("model", "{} = {} needs a positive {}", scale_key, hp.f_attn_temp_scale, length_key);
+    }
+    hp.f_attn_temp_offset = 0.0f;
+}
+
+void read_deepseek2_hparams(const gguf::Metadata &meta, HParams &hp) {
+    read_yarn_log_multiplier(meta, hp);
+    read_attn_temperature(meta, hp);
 }
 
 }  // namespace

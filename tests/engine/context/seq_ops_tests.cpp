@@ -12,6 +12,7 @@
 #include "engine/context/context.h"
 #include "loom/error.h"
 #include "tests/engine/model/fixture.h"
+#include "tests/engine/model/fixture_variants.h"
 #include "tests/engine/model/rope_variants.h"
 
 namespace loom::engine {
@@ -233,6 +234,24 @@ TEST(ContextSeqOpsScaledRope, SeqAddKeepsTheMagnitude) {
     const auto model = Model::load(path.string());
     std::filesystem::remove(path);
     expect_shift_matches(*model, stories.tokens, DType::F32, false, 9, 1e-6);
+}
+
+// Command R7B's full-attention layers have no rotary positions: a shift must leave their cached
+// K as it is and rotate the sliding-window layers' (window 8, so the last token sees only the
+// shifted keys there).
+TEST(ContextSeqOpsCohere2, SeqAddRotatesOnlyTheLayersWithRotary) {
+    const auto command_r = load_fixture("command-r");
+    const auto &variants = test::fixture_variants();
+    const auto cohere2 = std::find_if(variants.begin(), variants.end(),
+                                      [](const auto &v) { return v.name == "cohere2"; });
+    ASSERT_NE(cohere2, variants.end());
+    const auto model = Model::load(test::write_variant_model(*cohere2, command_r));
+    if (!test::keep_variant_files()) std::filesystem::remove_all(test::variants_dir());
+    const Tokens prompt = slice(command_r.tokens, 0, 20);
+    for (Pos k : {Pos(3), Pos(30)}) {
+        SCOPED_TRACE("shift " + std::to_string(k));
+        expect_shift_matches(*model, prompt, DType::F32, false, k, 1e-6);
+    }
 }
 
 // llama.cpp's context shift: drop tokens [1, 1 + m) and move the rest back by m. The kept K and

@@ -4,8 +4,12 @@
 // compare at a looser NMSE than the parity cases; a wrong attention path misses by far more.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "engine/context/context.h"
 #include "tests/engine/model/fixture.h"
+#include "tests/engine/model/fixture_variants.h"
 
 namespace loom::engine {
 namespace {
@@ -35,17 +39,51 @@ TEST_P(ArchSettings, LogitsStayCloseToTheExactSetting) {
     EXPECT_LT(test::nmse(got, f.logits), tolerance);
 }
 
+// The same for the variants of tests/engine/model/fixture_variants.h (cohere2 has no fixture of
+// its own), against llama.cpp's logits at their kept positions.
+class VariantSettings : public ::testing::TestWithParam<std::tuple<test::FixtureVariant, Setting>> {
+  protected:
+    void TearDown() override {
+        if (!test::keep_variant_files()) std::filesystem::remove_all(test::variants_dir());
+    }
+};
+
+TEST_P(VariantSettings, LogitsStayCloseToTheExactSetting) {
+    const auto &[variant, setting] = GetParam();
+    const test::Fixture f = test::load_fixture(variant.fixture);
+    const auto model = Model::load(test::write_variant_model(variant, f));
+    Context ctx(
+        *model,
+        {.n_ctx = 256, .n_threads = 2, .flash_attn = setting.flash, .kv_type = setting.kv_type});
+    const std::vector<float> got = test::variant_logits(ctx, f);
+    EXPECT_LT(test::nmse(got, test::variant_reference(variant.name, f.n_vocab)), 1e-5);
+}
+
+const Setting kSettings[] = {{"flash_f16", true, DType::F16},
+                             {"flash_f32", true, DType::F32},
+                             {"naive_f16", false, DType::F16}};
+
+std::string setting_name(const std::string &model, const Setting &setting) {
+    std::string s = model + "_" + setting.name;
+    std::replace(s.begin(), s.end(), '-', '_');
+    return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, VariantSettings,
+                         ::testing::Combine(::testing::ValuesIn(test::fixture_variants()),
+                                            ::testing::ValuesIn(kSettings)),
+                         [](const auto &info) {
+                             return setting_name(std::get<0>(info.param).name,
+                                                 std::get<1>(info.param));
+                         });
+
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, ArchSettings,
     ::testing::Combine(::testing::Values("granite", "command-r", "olmo2", "phi3", "qwen2-yarn",
                                          "deepseek2-yarn", "gemma2", "gemma3", "gpt-oss"),
-                       ::testing::Values(Setting{"flash_f16", true, DType::F16},
-                                         Setting{"flash_f32", true, DType::F32},
-                                         Setting{"naive_f16", false, DType::F16})),
+                       ::testing::ValuesIn(kSettings)),
     [](const auto &info) {
-        std::string s = std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param).name;
-        std::replace(s.begin(), s.end(), '-', '_');
-        return s;
+        return setting_name(std::get<0>(info.param), std::get<1>(info.param));
     });
 
 }  // namespace
