@@ -6,16 +6,14 @@
 
 #include "engine/models/attention.h"
 #include "engine/models/cohere.h"
+#include "engine/models/embeddings.h"
 
 namespace loom::engine {
 
 void load_cohere_weights(WeightLoader &w, const HParams &hp, ModelWeights &m,
                          const CohereOptions &options) {
     const int64_t n_embd = hp.n_embd;
-    m.tok_embd = w.require("token_embd.weight", {n_embd, hp.n_vocab});
-    w.read_by_rows(m.tok_embd);
-    m.output_norm = w.require("output_norm.weight", {n_embd});
-    m.output = m.tok_embd;  // always tied
+    load_embeddings(w, hp, m, OutputHead::tied);
     m.layers.resize(size_t(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         LayerWeights &l = m.layers[size_t(il)];

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "engine/graph/graph_context.h"
+#include "engine/models/embeddings.h"
 #include "engine/models/experts.h"
 
 namespace loom::engine {
@@ -44,11 +45,7 @@ void load_attention(WeightLoader &w, const HParams &hp, int64_t il, LayerWeights
 void load_deepseek2(WeightLoader &w, const HParams &hp, ModelWeights &m) {
     if (hp.n_lora_kv <= 0) fail("model", "{}.attention.kv_lora_rank is missing", hp.arch);
     if (hp.n_expert <= 0) fail("model", "{}.expert_count is missing", hp.arch);
-    m.tok_embd = w.require("token_embd.weight", {hp.n_embd, hp.n_vocab});
-    w.read_by_rows(m.tok_embd);
-    m.output_norm = w.require("output_norm.weight", {hp.n_embd});
-    m.output = w.optional("output.weight", {hp.n_embd, hp.n_vocab});
-    if (m.output == nullptr) m.output = m.tok_embd;
+    load_embeddings(w, hp, m, OutputHead::own_or_tied);
     m.layers.resize(size_t(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         LayerWeights &l = m.layers[size_t(il)];

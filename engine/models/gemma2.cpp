@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/models/attention.h"
+#include "engine/models/embeddings.h"
 #include "engine/models/gemma.h"
 
 namespace loom::engine {
@@ -12,11 +13,7 @@ namespace loom::engine {
 void load_gemma_weights(WeightLoader &w, const HParams &hp, ModelWeights &m,
                         const GemmaOptions &options) {
     const int64_t n_embd = hp.n_embd;
-    m.tok_embd = w.require("token_embd.weight", {n_embd, hp.n_vocab});
-    w.read_by_rows(m.tok_embd);
-    m.output_norm = w.require("output_norm.weight", {n_embd});
-    m.output = options.tied_output ? nullptr : w.optional("output.weight", {n_embd, hp.n_vocab});
-    if (m.output == nullptr) m.output = m.tok_embd;
+    load_embeddings(w, hp, m, options.tied_output ? OutputHead::tied : OutputHead::own_or_tied);
     m.layers.resize(size_t(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         LayerWeights &l = m.layers[size_t(il)];

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/graph/graph_context.h"
+#include "engine/models/embeddings.h"
 
 namespace loom::engine {
 namespace {
@@ -11,14 +12,10 @@ namespace {
 void load_gpt2(WeightLoader &w, const HParams &hp, ModelWeights &m) {
     const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_head_k * hp.n_head;
     const int64_t n_qkv = n_q + hp.n_embd_k_gqa() + hp.n_embd_v_gqa();
-    m.tok_embd = w.require("token_embd.weight", {n_embd, hp.n_vocab});
-    w.read_by_rows(m.tok_embd);
+    load_embeddings(w, hp, m, OutputHead::own_or_tied);
     m.pos_embd = w.require("position_embd.weight", {n_embd, hp.n_ctx_train});
     w.read_by_rows(m.pos_embd);
-    m.output_norm = w.require("output_norm.weight", {n_embd});
     m.output_norm_b = w.require("output_norm.bias", {n_embd});
-    m.output = w.optional("output.weight", {n_embd, hp.n_vocab});
-    if (m.output == nullptr) m.output = m.tok_embd;  // tied embeddings
     m.layers.resize(size_t(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         LayerWeights &l = m.layers[size_t(il)];

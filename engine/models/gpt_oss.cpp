@@ -7,6 +7,7 @@
 
 #include "engine/graph/graph_context.h"
 #include "engine/models/attention.h"
+#include "engine/models/embeddings.h"
 #include "loom/error.h"
 
 namespace loom::engine {
@@ -26,10 +27,7 @@ void read_gpt_oss_hparams(const gguf::Metadata &meta, HParams &hp) {
 
 void load_gpt_oss(WeightLoader &w, const HParams &hp, ModelWeights &m) {
     const int64_t n_embd = hp.n_embd, n_ff = hp.n_ff_exp, n_expert = hp.n_expert;
-    m.tok_embd = w.require("token_embd.weight", {n_embd, hp.n_vocab});
-    w.read_by_rows(m.tok_embd);
-    m.output_norm = w.require("output_norm.weight", {n_embd});
-    m.output = w.require("output.weight", {n_embd, hp.n_vocab});
+    load_embeddings(w, hp, m, OutputHead::own);
     m.layers.resize(size_t(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         LayerWeights &l = m.layers[size_t(il)];

@@ -1,6 +1,7 @@
 // Llama (1, 2, 3), Mistral, TinyLlama: pre-norm decoder blocks of grouped-query attention with
 // rotary positions (adjacent pairs) and a SwiGLU feed-forward, RMS norms throughout.
 #include "engine/models/llama.h"
+#include "engine/models/embeddings.h"
 
 #include <cmath>
 
@@ -37,11 +38,7 @@ void load_llama_ffn(WeightLoader &w, const HParams &hp, int64_t il,
 void load_llama_weights(WeightLoader &w, const HParams &hp, ModelWeights &m,
                         const LlamaWeightOptions &options) {
     const int64_t n_embd = hp.n_embd;
-    m.tok_embd = w.require("token_embd.weight", {n_embd, hp.n_vocab});
-    w.read_by_rows(m.tok_embd);
-    m.output_norm = w.require("output_norm.weight", {n_embd});
-    m.output = w.optional("output.weight", {n_embd, hp.n_vocab});
-    if (m.output == nullptr) m.output = m.tok_embd;  // tied embeddings
+    load_embeddings(w, hp, m, OutputHead::own_or_tied);
     if (hp.rope_scaling == RopeScaling::longrope) {
         m.rope_factors_long = w.optional("rope_factors_long.weight", {hp.n_rot / 2});
         m.rope_factors_short = w.optional("rope_factors_short.weight", {hp.n_rot / 2});

@@ -5,17 +5,14 @@
 
 #include "engine/graph/graph_context.h"
 #include "engine/models/attention.h"
+#include "engine/models/embeddings.h"
 
 namespace loom::engine {
 namespace {
 
 void load_phi3(WeightLoader &w, const HParams &hp, ModelWeights &m) {
     const int64_t n_embd = hp.n_embd;
-    m.tok_embd = w.require("token_embd.weight", {n_embd, hp.n_vocab});
-    w.read_by_rows(m.tok_embd);
-    m.output_norm = w.require("output_norm.weight", {n_embd});
-    m.output = w.optional("output.weight", {n_embd, hp.n_vocab});
-    if (m.output == nullptr) m.output = m.tok_embd;  // tied embeddings
+    load_embeddings(w, hp, m, OutputHead::own_or_tied);
     // Phi-3's 128k variants carry both sets of factors, whatever the scaling type says.
     m.rope_factors_long = w.optional("rope_factors_long.weight", {hp.n_rot / 2});
     m.rope_factors_short = w.optional("rope_factors_short.weight", {hp.n_rot / 2});

@@ -197,11 +197,7 @@ void add_chat_command(CLI::App &app, int &exit_code) {
     auto options = std::make_shared<ChatOptions>();
     engine::SamplingParams &sampling = options->sampling;
     add_model_options(*command, options->model, "f16");
-    command->add_option("--chat-template", options->chat_format.family_name,
-                        "a built-in chat format instead of the model's Jinja template: " +
-                            engine::chat_family_names());
-    command->add_option("--chat-template-file", options->chat_format.template_file,
-                        "a Jinja chat template file instead of the model's");
+    add_chat_template_options(*command, options->chat_format);
     command->add_option("--system-prompt", options->system_prompt,
                         "a system message that opens the conversation");
     command

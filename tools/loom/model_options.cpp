@@ -36,6 +36,14 @@ void add_model_options(CLI::App &command, ModelOptions &options, const std::stri
                      "cut-back conversation never needs its prompt decoded again)");
 }
 
+void add_chat_template_options(CLI::App &command, engine::ChatFormatChoice &choice) {
+    command.add_option("--chat-template", choice.family_name,
+                       "a built-in chat format instead of the model's Jinja template: " +
+                           engine::chat_family_names());
+    command.add_option("--chat-template-file", choice.template_file,
+                       "a Jinja chat template file instead of the model's");
+}
+
 void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling) {
     command.add_option("--temp", sampling.temperature, "temperature (0: greedy)")
         ->capture_default_str();

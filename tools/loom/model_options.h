@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/chat/chat_formatter.h"
 #include "engine/context/context.h"
 #include "engine/sampling/sampler.h"
 
@@ -25,6 +26,10 @@ struct ModelOptions {
 // --kv-type f16|f32 (default `default_kv_type`) and --swa-full to `command`, bound to `options`.
 void add_model_options(CLI::App &command, ModelOptions &options, const std::string &default_kv_type,
                        const std::string &default_flash = "auto");
+
+// Adds --chat-template NAME (a built-in format) and --chat-template-file T.jinja, instead of the
+// model's own Jinja template.
+void add_chat_template_options(CLI::App &command, engine::ChatFormatChoice &choice);
 
 // Adds --temp, --top-k, --top-p, --min-p, --repeat-penalty and --seed to `command`.
 void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling);

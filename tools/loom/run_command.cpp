@@ -232,11 +232,7 @@ void add_run_command(CLI::App &app, int &exit_code) {
     command->add_flag("--raw,--no-conversation", options->raw,
                       "send the prompt as it is, not as a user's message in the model's chat "
                       "template");
-    command->add_option("--chat-template", options->chat_format.family_name,
-                        "a built-in chat format instead of the model's Jinja template: " +
-                            engine::chat_family_names());
-    command->add_option("--chat-template-file", options->chat_format.template_file,
-                        "a Jinja chat template file instead of the model's");
+    add_chat_template_options(*command, options->chat_format);
     command->add_option("--system-prompt", options->system_prompt,
                         "a system message before the prompt (chat templates only)");
     command->callback([command, options, &exit_code] {

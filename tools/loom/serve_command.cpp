@@ -79,11 +79,7 @@ void add_serve_command(CLI::App &app, int &exit_code) {
         ->check(CLI::NonNegativeNumber);
     add_context_shift_options(*command, o->context_shift, o->n_keep,
                               "ending the request with finish_reason \"length\"");
-    command->add_option("--chat-template", o->chat_template,
-                        "a built-in chat format instead of the model's Jinja template: " +
-                            engine::chat_family_names());
-    command->add_option("--chat-template-file", o->chat_template_file,
-                        "a Jinja chat template file instead of the model's");
+    add_chat_template_options(*command, o->chat_format);
     command->callback([o, model, &exit_code] {
         const engine::ContextOptions context = context_options(*model);
         o->model_path = model->path;

@@ -34,6 +34,22 @@ std::vector<int32_t> take(KvCache &kv, const Ubatch &u) {
     return m.slots.at(0).cells;
 }
 
+// Plans and applies u, then checks its mask: want(t, c) gives what token t sees in cell c (a
+// value, or -inf where hidden).
+template <typename Want>
+void expect_mask(KvCache &kv, const Ubatch &u, Want want) {
+    const UbatchMemory m = kv.plan({&u, 1}).at(0);
+    kv.apply(u, m);
+    const int64_t n_kv = m.slots[0].n_kv;
+    std::vector<float> mask(size_t(n_kv * u.n_tokens()));
+    kv.fill_mask(u, n_kv, mask.data());
+    for (int64_t t = 0; t < u.n_tokens(); ++t) {
+        for (int64_t c = 0; c < n_kv; ++c) {
+            EXPECT_EQ(mask[size_t(t * n_kv + c)], want(t, c)) << "token " << t << " cell " << c;
+        }
+    }
+}
+
 KvCacheParams window_params(int64_t size, int64_t n_swa, WindowType type = WindowType::standard,
                             int n_seq_max = 1) {
     return {.size = size,
@@ -110,55 +126,23 @@ TEST(KvWindowCache, SharedCellsAreNotReused) {
 
 TEST(KvWindowCache, MaskHidesWhatTheWindowHides) {
     KvCache kv(tiny_hparams(), window_params(8, 3));
-    const Ubatch u = run(0, 0, 5);
-    const UbatchMemory m = kv.plan({&u, 1}).at(0);
-    kv.apply(u, m);
-    const int64_t n_kv = m.slots[0].n_kv;
-    std::vector<float> mask(size_t(n_kv * u.n_tokens()));
-    kv.fill_mask(u, n_kv, mask.data());
-    for (int64_t t = 0; t < 5; ++t) {
-        for (int64_t c = 0; c < n_kv; ++c) {
-            const bool visible = c <= t && t - c < 3;
-            EXPECT_EQ(mask[size_t(t * n_kv + c)], visible ? 0.0f : -INFINITY)
-                << "token " << t << " cell " << c;
-        }
-    }
+    expect_mask(kv, run(0, 0, 5),
+                [](int64_t t, int64_t c) { return c <= t && t - c < 3 ? 0.0f : -INFINITY; });
 }
 
 TEST(KvWindowCache, ChunkedMask) {
     KvCache kv(tiny_hparams(), window_params(8, 4, WindowType::chunked));
-    const Ubatch u = run(0, 0, 6);
-    const UbatchMemory m = kv.plan({&u, 1}).at(0);
-    kv.apply(u, m);
-    const int64_t n_kv = m.slots[0].n_kv;
-    std::vector<float> mask(size_t(n_kv * u.n_tokens()));
-    kv.fill_mask(u, n_kv, mask.data());
-    for (int64_t t = 0; t < 6; ++t) {
-        for (int64_t c = 0; c < n_kv; ++c) {
-            const bool visible = c <= t && c / 4 == t / 4;
-            EXPECT_EQ(mask[size_t(t * n_kv + c)], visible ? 0.0f : -INFINITY)
-                << "token " << t << " cell " << c;
-        }
-    }
+    expect_mask(kv, run(0, 0, 6),
+                [](int64_t t, int64_t c) { return c <= t && c / 4 == t / 4 ? 0.0f : -INFINITY; });
 }
 
 TEST(KvCacheMask, AlibiHoldsTheDistance) {
     KvCacheParams params = window_params(8, 3);
     params.alibi = true;
     KvCache kv(tiny_hparams(), params);
-    const Ubatch u = run(0, 0, 5);
-    const UbatchMemory m = kv.plan({&u, 1}).at(0);
-    kv.apply(u, m);
-    const int64_t n_kv = m.slots[0].n_kv;
-    std::vector<float> mask(size_t(n_kv * u.n_tokens()));
-    kv.fill_mask(u, n_kv, mask.data());
-    for (int64_t t = 0; t < 5; ++t) {
-        for (int64_t c = 0; c < n_kv; ++c) {
-            const bool visible = c <= t && t - c < 3;
-            EXPECT_EQ(mask[size_t(t * n_kv + c)], visible ? -float(t - c) : -INFINITY)
-                << "token " << t << " cell " << c;
-        }
-    }
+    expect_mask(kv, run(0, 0, 5), [](int64_t t, int64_t c) {
+        return c <= t && t - c < 3 ? -float(t - c) : -INFINITY;
+    });
 }
 
 TEST(KvWindowCache, ResumesOnlyWhereTheWindowIsWhole) {

@@ -283,8 +283,7 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
         // An unknown --chat-template or a template file that does not parse is the operator's
         // mistake: refuse to start. A model without a usable template of its own gets chatml.
         s.chat = engine::ChatFormatter::choose(s.model->file().metadata(), s.model->vocab(),
-                                               {.family_name = s.options.chat_template,
-                                                .template_file = s.options.chat_template_file});
+                                               s.options.chat_format);
         if (!s.chat->warning().empty()) fmt::print(stderr, "loom serve: {}\n", s.chat->warning());
         fmt::print(stderr, "loom serve: chat template: {}\n", s.chat->description());
         s.scheduler = std::make_unique<Scheduler>(

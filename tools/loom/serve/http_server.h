@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/chat/chat_formatter.h"
 #include "loom/tensor.h"
 
 namespace loom::serve {
@@ -21,9 +22,8 @@ struct ServeOptions {
     int64_t n_ctx = 4096;  // all slots together
     int64_t n_batch = 512;
     int n_threads = 0;
-    std::string api_key;             // empty: no authentication
-    std::string chat_template;       // a built-in family's name; empty: the GGUF's template
-    std::string chat_template_file;  // a Jinja template file; empty: the GGUF's template
+    std::string api_key;                   // empty: no authentication
+    engine::ChatFormatChoice chat_format;  // both empty: the GGUF's template
     bool flash_attn = false;
     DType kv_type = DType::F16;
     size_t max_body_bytes = size_t(1) << 20;
