@@ -13,22 +13,7 @@ model=""
 source "$root/tests/serve/server_test_setup.sh"
 
 prompts=("The cat sat on the mat" "Then it jumped down" "The bird sang a song" "and flew over the")
-send_all() {  # send_all TAG: the four requests at once, each answer's choices to $tmp/TAG.i
-    local clients=()
-    for i in 0 1 2 3; do
-        curl -s -d "{\"prompt\": \"${prompts[$i]}\", \"max_tokens\": 24, \"temperature\": 0,
-                     \"logprobs\": 3, \"ignore_eos\": true}" "$url/v1/completions" >"$tmp/$1.$i" &
-        clients+=($!)
-    done
-    wait "${clients[@]}"
-    for i in 0 1 2 3; do
-        node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1]));
-                 if (!r.choices || r.choices[0].text.length === 0) {
-                     console.error(JSON.stringify(r)); process.exit(1); }
-                 console.log(JSON.stringify(r.choices))' "$tmp/$1.$i" >"$tmp/$1.$i.choices" ||
-            fail "$family: answer $i with $1"
-    done
-}
+fields='"max_tokens": 24, "temperature": 0, "logprobs": 3, "ignore_eos": true'
 
 for family in gemma2 gemma3 gpt-oss phi3 granite olmo2 command-r; do
     model="$fixtures/$family/model.gguf"
@@ -41,15 +26,16 @@ for family in gemma2 gemma3 gpt-oss phi3 granite olmo2 command-r; do
     [ "$(wc -c <"$tmp/out")" -gt 24 ] || fail "$family: nothing generated: $(cat "$tmp/out")"
 
     start_server --parallel 1 --ctx-size 256 --threads 2
-    send_all one_slot
+    send_all "$family.one_slot" "$fields"
     stop_server
     start_server --parallel 4 --ctx-size 1024 --threads 2
-    send_all four_slots
+    send_all "$family.four_slots" "$fields"
     stop_server
     for i in 0 1 2 3; do
-        cmp -s "$tmp/one_slot.$i.choices" "$tmp/four_slots.$i.choices" ||
+        cmp -s "$tmp/$family.one_slot.$i.choices" "$tmp/$family.four_slots.$i.choices" ||
             fail "$family: prompt $i differs between --parallel 1 and 4: $(diff \
-                "$tmp/one_slot.$i.choices" "$tmp/four_slots.$i.choices" | head -c 600)"
+                "$tmp/$family.one_slot.$i.choices" "$tmp/$family.four_slots.$i.choices" |
+                head -c 600)"
     done
 done
 echo "families: run and serve --parallel 4 as expected"

@@ -20,26 +20,12 @@ stop_server
 # Batch invariance through the server: four prompts' greedy tokens and log-probabilities are the
 # same bit for bit from one slot (one request after another) as from four slots at once.
 prompts=("Once upon a time" "The cat sat" "Lily and Tom went to the park" "One day")
-send_all() {  # send_all TAG: the four requests at once, each answer's choices to $tmp/TAG.i
-    local clients=()
-    for i in 0 1 2 3; do
-        curl -s -d "{\"prompt\": \"${prompts[$i]}\", \"max_tokens\": 24, \"temperature\": 0,
-                     \"logprobs\": 5}" "$url/v1/completions" >"$tmp/$1.$i" &
-        clients+=($!)
-    done
-    wait "${clients[@]}"
-    for i in 0 1 2 3; do
-        node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1]));
-                 if (!r.choices) { console.error(JSON.stringify(r)); process.exit(1); }
-                 console.log(JSON.stringify(r.choices))' "$tmp/$1.$i" >"$tmp/$1.$i.choices" ||
-            fail "answer $i with $1"
-    done
-}
+fields='"max_tokens": 24, "temperature": 0, "logprobs": 5'
 start_server --parallel 1 --ctx-size 2048 --max-queue 8
-send_all one_slot
+send_all one_slot "$fields"
 stop_server
 start_server --parallel 4 --ctx-size 2048
-send_all four_slots
+send_all four_slots "$fields"
 stop_server
 for i in 0 1 2 3; do
     cmp -s "$tmp/one_slot.$i.choices" "$tmp/four_slots.$i.choices" ||

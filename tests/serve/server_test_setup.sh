@@ -1,5 +1,5 @@
 # Sourced by the server's shell tests, after they set $loom and $model: fail MESSAGE, $tmp (a
-# folder removed at exit), start_server ARGS... and stop_server.
+# folder removed at exit), start_server ARGS..., stop_server and send_all.
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d)
 pid=""
@@ -31,4 +31,23 @@ stop_server() {
     kill -0 "$pid" 2>/dev/null && fail "the server still runs 2 s after SIGINT"
     wait "$pid" || fail "exit code $? after SIGINT: $(cat "$tmp/server.log")"
     pid=""
+}
+
+# send_all TAG FIELDS: a completion of each of the prompts in the array $prompts at once, with
+# the extra JSON FIELDS ("max_tokens": 24, ...); each answer's choices to $tmp/TAG.i, where an
+# answer without any choice or text fails.
+send_all() {
+    local clients=()
+    for i in "${!prompts[@]}"; do
+        curl -s -d "{\"prompt\": \"${prompts[$i]}\", $2}" "$url/v1/completions" >"$tmp/$1.$i" &
+        clients+=($!)
+    done
+    wait "${clients[@]}"
+    for i in "${!prompts[@]}"; do
+        node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1]));
+                 if (!r.choices || r.choices[0].text.length === 0) {
+                     console.error(JSON.stringify(r)); process.exit(1); }
+                 console.log(JSON.stringify(r.choices))' "$tmp/$1.$i" >"$tmp/$1.$i.choices" ||
+            fail "answer $i with $1"
+    done
 }

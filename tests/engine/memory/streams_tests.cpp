@@ -6,18 +6,12 @@
 #include <cmath>
 
 #include "engine/memory/kv_cache.h"
+#include "tests/engine/memory/tiny_hparams.h"
 
 namespace loom::engine {
 namespace {
 
-HParams tiny_hparams() {
-    HParams hp;
-    hp.n_layer = 1;
-    hp.n_embd = 8;
-    hp.n_head = hp.n_head_kv = 2;
-    hp.n_embd_head_k = hp.n_embd_head_v = 4;
-    return hp;
-}
+using test::tiny_hparams;
 
 // Two tokens of each of sequences 1 and 2 (streams 1 and 2 of 4, 256 cells each).
 Ubatch two_streams_ubatch() {

@@ -7,18 +7,12 @@
 
 #include "engine/memory/kv_cache_iswa.h"
 #include "loom/error.h"
+#include "tests/engine/memory/tiny_hparams.h"
 
 namespace loom::engine {
 namespace {
 
-HParams tiny_hparams() {
-    HParams hp;
-    hp.n_layer = 2;
-    hp.n_embd = 8;
-    hp.n_head = hp.n_head_kv = 2;
-    hp.n_embd_head_k = hp.n_embd_head_v = 4;
-    return hp;
-}
+using test::tiny_hparams;
 
 // One ubatch of sequence `seq` at positions [p0, p1).
 Ubatch run(SeqId seq, Pos p0, Pos p1) {
