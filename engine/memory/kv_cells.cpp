@@ -37,10 +37,12 @@ std::vector<int32_t> KvCells::find_slot(const Ubatch &u, const AttnWindow &windo
             }
         }
     }
+    // Free: empty, or hidden from the next position of every sequence the cell holds.
     const auto reusable = [&](const KvCell &c) {
-        if (c.empty()) return true;
-        if (c.seqs.count() != 1) return false;
-        return window.hides(c.pos, next[c.seqs._Find_first()]);
+        for (size_t s = c.seqs._Find_first(); s < kMaxSequences; s = c.seqs._Find_next(s)) {
+            if (!window.hides(c.pos, next[s])) return false;
+        }
+        return true;
     };
     std::vector<int32_t> slot;
     slot.reserve(size_t(u.n_tokens()));

@@ -42,8 +42,8 @@ class KvCells {
 
     // A cell for each token of u, in token order (empty when the stream of one is full): the
     // first empty cells of each stream. With a window, the stream's cells are a ring instead,
-    // searched from after the cell it gave last, and a cell is also free when its one
-    // sequence's window has moved past it: hidden from that sequence's next position, so from
+    // searched from after the cell it gave last, and a cell is also free when the window of
+    // every sequence it holds has moved past it: hidden from each one's next position, so from
     // every later token (positions only grow).
     std::vector<int32_t> find_slot(const Ubatch &u, const AttnWindow &window) const;
     // Records u's tokens in the cells find_slot gave them.

@@ -108,14 +108,14 @@ TEST(KvWindowCache, PlanningSeveralUbatchesChangesNothing) {
     EXPECT_EQ(kv.used(), 0);
 }
 
-TEST(KvWindowCache, SharedCellsAreNotReused) {
-    KvCache kv(tiny_hparams(), window_params(6, 2, WindowType::standard, 2));
+TEST(KvWindowCache, ASharedCellGoesOnceEverySequenceHasLeftIt) {
+    KvCache kv(tiny_hparams(), window_params(4, 2, WindowType::standard, 2));
     take(kv, run(0, 0, 4));
-    kv.seq_cp(0, 1, 0, -1);  // one stream: both sequences share the four cells
-    take(kv, run(1, 4, 5));  // takes an empty cell
-    // Sequence 0 at 4 could drop 0..2, but those cells are sequence 1's too: one empty cell left.
-    const Ubatch two = run(0, 4, 6);
-    EXPECT_THROW(kv.plan({&two, 1}), Error);
+    kv.seq_cp(0, 1, 0, -1);  // one stream: both sequences share the four cells...
+    kv.seq_rm(1, 2, -1);     // ...then sequence 1 keeps positions 0 and 1
+    // Sequence 0 at 4 and 5: position 0's cell has left both windows (4's is 3..4, and 1's next
+    // position, 2, sees 1..2); position 1's is still sequence 1's; position 2's is 0's alone.
+    EXPECT_EQ(take(kv, run(0, 4, 6)), (std::vector<int32_t>{0, 2}));
 }
 
 TEST(KvWindowCache, MaskHidesWhatTheWindowHides) {
