@@ -155,6 +155,18 @@ TEST_P(SlidingWindow, APromptCutBackBehindTheWindowIsDecodedAgain) {
     }
 }
 
+TEST_P(SlidingWindow, GenerationReusesTheGraph) {
+    Context ctx(*model_, options(512));
+    decode(ctx, fixture_.tokens, 0, 512);
+    const int64_t builds = ctx.stats().graph_builds;
+    // 64 tokens one at a time: the window cache is full-sized at once, the full cache grows by a
+    // 32-cell step twice, so at most three new graphs; the rest reuse them.
+    const Tokens more(64, fixture_.tokens[5]);
+    decode(ctx, more, Pos(fixture_.tokens.size()), 1);
+    EXPECT_LE(ctx.stats().graph_builds - builds, 3);
+    EXPECT_GE(ctx.stats().graph_reuses, 61);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, SlidingWindow, ::testing::Values("gemma2", "gemma3", "gpt-oss"),
                          [](const auto &info) {
                              std::string s = info.param;
