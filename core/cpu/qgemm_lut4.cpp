@@ -66,6 +66,14 @@ struct Mxfp4 {
     }
 };
 
+struct Iq4nl {
+    static constexpr size_t kBlockBytes = sizeof(quant::BlockIQ4NL);
+    static constexpr size_t kScaleBytes = 2;  // F16 d per row
+    static constexpr int kOffset = 128;       // the table's values are -127 .. 113
+    static __m512i table() { return unsigned_table<kOffset>(quant::kValuesIq4nl); }
+    static __m512 scales(const std::byte *w) { return load_f16x16(w); }
+};
+
 template <typename F, int NC>
 void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
     constexpr size_t kGroupBlock = kRepackRows * F::kBlockBytes;
@@ -113,8 +121,13 @@ const Format kFormatMXFP4{.act_type = DType::Q8_0,
                           .extra = 1,
                           .prepare = prepare<Mxfp4::kOffset>,
                           .tiles = tiles<Mxfp4>(kPanelWidths)};
+const Format kFormatIQ4_NL{.act_type = DType::Q8_0,
+                           .block = kBlock,
+                           .extra = 1,
+                           .prepare = prepare<Iq4nl::kOffset>,
+                           .tiles = tiles<Iq4nl>(kPanelWidths)};
 #else
-const Format kFormatMXFP4{};
+const Format kFormatMXFP4{}, kFormatIQ4_NL{};
 #endif
 
 }  // namespace loom::cpu::qgemm
