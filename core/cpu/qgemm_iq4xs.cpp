@@ -94,12 +94,17 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
 #pragma GCC unroll 12
             for (int c = 0; c < NC; ++c) {
                 const std::byte *qa = a + c * QK_K + 32 * ib;
+                // Generation: two chains of 4 for the latency (integer sums: the split changes no
+                // bit); wide panels have independent columns enough, and no registers to spare.
                 __m512i s = broadcast_i32(a + NC * (QK_K + 4) + 4 * (kSub * c + ib));
+                __m512i s_high = _mm512_setzero_si512();
 #pragma GCC unroll 4
                 for (int t = 0; t < 4; ++t) {
                     s = _mm512_dpbusd_epi32(s, q[t], broadcast_i32(qa + 4 * t));
-                    s = _mm512_dpbusd_epi32(s, q[t + 4], broadcast_i32(qa + 16 + 4 * t));
+                    __m512i &high = NC <= kStreamColumns ? s_high : s;
+                    high = _mm512_dpbusd_epi32(high, q[t + 4], broadcast_i32(qa + 16 + 4 * t));
                 }
+                if constexpr (NC <= kStreamColumns) s = _mm512_add_epi32(s, s_high);
                 total[c] = _mm512_add_epi32(total[c], _mm512_mullo_epi32(s, scale[ib]));
             }
         }

@@ -1,9 +1,10 @@
-// Tiles for repacked table-indexed 4-bit weights (core/quant/lut4_formats.h) against Q8_0
-// columns (core/cpu/qgemm.h).
+// Tiles for repacked MXFP4 and IQ4_NL weights (core/quant/lut4_formats.h) against Q8_0 columns
+// (core/cpu/qgemm.h).
 //
 // A group block (16 rows, one 32-element block each) is the 16 rows' scales side by side (MXFP4:
-// one E8M0 byte each), then the quants as 4-byte units of the 16 rows: unit t holds elements
-// 4t..4t+3 in its low nibbles and 16+4t..16+4t+3 in its high ones (core/cpu/repack.h).
+// one E8M0 byte each; IQ4_NL: one F16 each), then the quants as 4-byte units of the 16 rows: unit t
+// holds elements 4t..4t+3 in its low nibbles and 16+4t..16+4t+3 in its high ones
+// (core/cpu/repack.h).
 //
 // VPSHUFB looks each code up in the format's table shifted to unsigned bytes (value + offset), as
 // VPDPBUSD wants one side unsigned; the panel's per-block term -offset * sum(a) starts each lane,
@@ -95,11 +96,18 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
         }
 #pragma GCC unroll 12
         for (int c = 0; c < NC; ++c) {
+            // Generation: two chains of 4 for the latency (integer sums: the split changes no
+            // bit); wide panels have independent columns enough, and no registers to spare.
             __m512i sum = broadcast_i32(a + NC * (kBlock + 4) + 4 * c);
-#pragma GCC unroll 8
-            for (int t = 0; t < 8; ++t) {
+            __m512i sum_high = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; ++t) {
                 sum = _mm512_dpbusd_epi32(sum, q[t], broadcast_i32(a + c * kBlock + 4 * t));
+                __m512i &high = NC <= kStreamColumns ? sum_high : sum;
+                high =
+                    _mm512_dpbusd_epi32(high, q[t + 4], broadcast_i32(a + c * kBlock + 16 + 4 * t));
             }
+            if constexpr (NC <= kStreamColumns) sum = _mm512_add_epi32(sum, sum_high);
             const __m512 scale =
                 _mm512_mul_ps(dw, _mm512_set1_ps(load_f32(a + NC * kBlock + 4 * c)));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[c]);
