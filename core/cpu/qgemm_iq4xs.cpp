@@ -4,10 +4,10 @@
 // side by side for the 16 rows (core/cpu/repack.h):
 //   d[16] F16 | scales_h[16] u16 | scales_l: 4 bytes x 16 rows | 32 quant units x 64 bytes
 // Unit 4 ib + t holds elements 4t.. of sub-block ib in its low nibbles and 16 + 4t.. in its high
-// ones. VPSHUFB looks each code up in the table shifted by 128 to unsigned bytes (VPDPBUSD's
-// unsigned side); the panel's per-sub-block term -128 * sum(a) starts each sub-block's sum, which
-// then is that sub-block's exact integer dot product. Its 6-bit scale multiplies it in integers
-// (VPMULLD), so a lane ends the super-block with its exact sum, and
+// ones. VPERMB (or VPSHUFB) looks each code up in the table shifted by 128 to unsigned bytes
+// (VPDPBUSD's unsigned side); the panel's per-sub-block term -128 * sum(a) starts each sub-block's
+// sum, which then is that sub-block's exact integer dot product. Its 6-bit scale multiplies it in
+// integers (VPMULLD), so a lane ends the super-block with its exact sum, and
 //   acc = fma(sum, d_w * d_a, acc)
 // once per super-block: fewer roundings than llama.cpp's AVX2 vec_dot (8 lanes summed in float
 // at the end), whose results differ from these by float rounding only.
@@ -66,11 +66,9 @@ template <int NC>
 void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
     constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockIQ4XS);
     constexpr size_t kQuants = 8 * kRepackRows;
-    alignas(16) uint8_t shifted[16];
+    uint8_t shifted[16];
     for (int i = 0; i < 16; ++i) shifted[i] = uint8_t(quant::kValuesIq4nl[i] + kOffset);
-    const __m512i table =
-        _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(shifted)));
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const NibbleTable table(shifted);
     __m512 acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -87,9 +85,8 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
 #pragma GCC unroll 4
             for (int t = 0; t < 4; ++t) {
                 const __m512i v = load512(w + kQuants + size_t(4 * ib + t) * 64);
-                q[t] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low4));
-                q[t + 4] =
-                    _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+                q[t] = table.low(v);
+                q[t + 4] = table.high(v);
             }
 #pragma GCC unroll 12
             for (int c = 0; c < NC; ++c) {

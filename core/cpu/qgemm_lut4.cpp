@@ -6,11 +6,12 @@
 // holds elements 4t..4t+3 in its low nibbles and 16+4t..16+4t+3 in its high ones
 // (core/cpu/repack.h).
 //
-// VPSHUFB looks each code up in the format's table shifted to unsigned bytes (value + offset), as
-// VPDPBUSD wants one side unsigned; the panel's per-block term -offset * sum(a) starts each lane,
-// so a lane ends a block with its exact integer sum. Then acc = fma(sum, d_w * d_a, acc), block
-// after block: the arithmetic of llama.cpp's x86 repacked kernels for these formats
-// (gemv/gemm_q4_b32_8x8_q8_0_lut_avx), so a product matches llama.cpp's bit for bit.
+// VPERMB (VPSHUFB without AVX512-VBMI) looks each code up in the format's table shifted to
+// unsigned bytes (value + offset), as VPDPBUSD wants one side unsigned; the panel's per-block term
+// -offset * sum(a) starts each lane, so a lane ends a block with its exact integer sum. Then acc =
+// fma(sum, d_w * d_a, acc), block after block: the arithmetic of llama.cpp's x86 repacked kernels
+// for these formats (gemv/gemm_q4_b32_8x8_q8_0_lut_avx), so a product matches llama.cpp's bit for
+// bit.
 #include <cstring>
 #include <utility>
 
@@ -42,19 +43,19 @@ void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *pane
     }
 }
 
-// The table plus kOffset, as unsigned bytes, in each 128-bit lane (VPSHUFB's reach).
+// The table plus kOffset, as unsigned bytes.
 template <int kOffset>
-__m512i unsigned_table(const int8_t *values) {
-    alignas(16) uint8_t shifted[16];
+NibbleTable unsigned_table(const int8_t *values) {
+    uint8_t shifted[16];
     for (int i = 0; i < 16; ++i) shifted[i] = uint8_t(values[i] + kOffset);
-    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(shifted)));
+    return NibbleTable(shifted);
 }
 
 struct Mxfp4 {
     static constexpr size_t kBlockBytes = sizeof(quant::BlockMXFP4);
     static constexpr size_t kScaleBytes = 1;  // per row, before the quants
     static constexpr int kOffset = 12;        // -12 is the table's least value
-    static __m512i table() { return unsigned_table<kOffset>(quant::kValuesMxfp4); }
+    static NibbleTable table() { return unsigned_table<kOffset>(quant::kValuesMxfp4); }
     // The 16 rows' 2^(e - 128) (quant::e8m0_half_to_f32): the exponent field e - 1, or for
     // e < 2 the subnormals 2^-128 and 2^-127.
     static __m512 scales(const std::byte *w) {
@@ -71,7 +72,7 @@ struct Iq4nl {
     static constexpr size_t kBlockBytes = sizeof(quant::BlockIQ4NL);
     static constexpr size_t kScaleBytes = 2;  // F16 d per row
     static constexpr int kOffset = 128;       // the table's values are -127 .. 113
-    static __m512i table() { return unsigned_table<kOffset>(quant::kValuesIq4nl); }
+    static NibbleTable table() { return unsigned_table<kOffset>(quant::kValuesIq4nl); }
     static __m512 scales(const std::byte *w) { return load_f16x16(w); }
 };
 
@@ -79,8 +80,7 @@ template <typename F, int NC>
 void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
     constexpr size_t kGroupBlock = kRepackRows * F::kBlockBytes;
     constexpr size_t kQuants = kRepackRows * F::kScaleBytes;
-    const __m512i table = F::table();
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const NibbleTable table = F::table();
     __m512 acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -91,8 +91,8 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
         __m512i q[8];  // q[t]: elements 4t..4t+3 of the 16 rows, as table value + offset
         for (int t = 0; t < 4; ++t) {
             const __m512i v = load512(w + kQuants + 64 * t);
-            q[t] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low4));
-            q[t + 4] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+            q[t] = table.low(v);
+            q[t + 4] = table.high(v);
         }
 #pragma GCC unroll 12
         for (int c = 0; c < NC; ++c) {
