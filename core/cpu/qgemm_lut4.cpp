@@ -56,15 +56,16 @@ struct Mxfp4 {
     static constexpr size_t kScaleBytes = 1;  // per row, before the quants
     static constexpr int kOffset = 12;        // -12 is the table's least value
     static NibbleTable table() { return unsigned_table<kOffset>(quant::kValuesMxfp4); }
-    // The 16 rows' 2^(e - 128) (quant::e8m0_half_to_f32): the exponent field e - 1, or for
-    // e < 2 the subnormals 2^-128 and 2^-127.
+    // The 16 rows' scales 2^(e - 128) (quant::e8m0_half_to_f32) as their exponents e - 128;
+    // times(w, d_a) = d_a * 2^(e - 128) by VSCALEFPS, which rounds that product as a multiply
+    // would (it is exact but for subnormal results).
     static __m512 scales(const std::byte *w) {
         const __m512i e =
             _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(w)));
-        const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
-        const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
-        const __mmask16 small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
-        return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
+        return _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128)));
+    }
+    static __m512 times(__m512 scales, float d_a) {
+        return _mm512_scalef_ps(_mm512_set1_ps(d_a), scales);
     }
 };
 
@@ -74,6 +75,9 @@ struct Iq4nl {
     static constexpr int kOffset = 128;       // the table's values are -127 .. 113
     static NibbleTable table() { return unsigned_table<kOffset>(quant::kValuesIq4nl); }
     static __m512 scales(const std::byte *w) { return load_f16x16(w); }
+    static __m512 times(__m512 scales, float d_a) {
+        return _mm512_mul_ps(scales, _mm512_set1_ps(d_a));
+    }
 };
 
 template <typename F, int NC>
@@ -108,8 +112,7 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
                     _mm512_dpbusd_epi32(high, q[t + 4], broadcast_i32(a + c * kBlock + 16 + 4 * t));
             }
             if constexpr (NC <= kStreamColumns) sum = _mm512_add_epi32(sum, sum_high);
-            const __m512 scale =
-                _mm512_mul_ps(dw, _mm512_set1_ps(load_f32(a + NC * kBlock + 4 * c)));
+            const __m512 scale = F::times(dw, load_f32(a + NC * kBlock + 4 * c));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[c]);
         }
     }
