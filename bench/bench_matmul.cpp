@@ -5,7 +5,8 @@
 //   fma_peak/threads:<t>             register-blocked FMAs on the widest vectors of the build
 //   naive_matmul_512                 a plain triple loop, next to mul_mat/f32/512 for the ratio
 //   read_bw/threads:<t>              a streaming sum over 1 GiB: the machine's read bandwidth
-//   mul_mat/<type>_n<N>/threads:<t>  block formats (Q4_0, Q8_0, Q4_K, Q6_K) next to F16, same shape
+//   mul_mat/<type>_n<N>/threads:<t>  block formats (Q4_0, Q8_0, Q4_K, Q6_K, MXFP4, IQ4_NL,
+//                                    IQ4_XS) next to F16, same shape
 //   mul_mat/<type>_n1_dram/...       weights of at least 128 MiB ([4096, M]), past the 48 MiB L3
 //
 // GFLOPS counts 2 * M * N * K per product; GB/s (N = 1) counts the weight bytes read.
@@ -319,11 +320,24 @@ LOOM_BENCH_MUL_MAT(q4_0_n1_dram, Q4_0, kDim, dram_rows(DType::Q4_0), 1);
 LOOM_BENCH_MUL_MAT(q8_0_n1_dram, Q8_0, kDim, dram_rows(DType::Q8_0), 1);
 LOOM_BENCH_MUL_MAT(q4_k_n1_dram, Q4_K, kDim, dram_rows(DType::Q4_K), 1);
 LOOM_BENCH_MUL_MAT(q6_k_n1_dram, Q6_K, kDim, dram_rows(DType::Q6_K), 1);
+// The table-indexed 4-bit formats (gpt-oss's MXFP4 experts, IQ4_NL, IQ4_XS).
+LOOM_BENCH_MUL_MAT(mxfp4_n1, MXFP4, kDim, kDim, 1);
+LOOM_BENCH_MUL_MAT(iq4_nl_n1, IQ4_NL, kDim, kDim, 1);
+LOOM_BENCH_MUL_MAT(iq4_xs_n1, IQ4_XS, kDim, kDim, 1);
+LOOM_BENCH_MUL_MAT(mxfp4_n512, MXFP4, kDim, kDim, 512);
+LOOM_BENCH_MUL_MAT(iq4_nl_n512, IQ4_NL, kDim, kDim, 512);
+LOOM_BENCH_MUL_MAT(iq4_xs_n512, IQ4_XS, kDim, kDim, 512);
+LOOM_BENCH_MUL_MAT(mxfp4_n1_dram, MXFP4, kDim, dram_rows(DType::MXFP4), 1);
+LOOM_BENCH_MUL_MAT(iq4_nl_n1_dram, IQ4_NL, kDim, dram_rows(DType::IQ4_NL), 1);
+LOOM_BENCH_MUL_MAT(iq4_xs_n1_dram, IQ4_XS, kDim, dram_rows(DType::IQ4_XS), 1);
 // The same products with the weights in the file's layout (per-row dot products, no repacking):
 // what the integer kernels gain.
 LOOM_BENCH_MUL_MAT(q4_0_n1_plain, Q4_0, kDim, kDim, 1, Weights::plain);
 LOOM_BENCH_MUL_MAT(q4_0_n512_plain, Q4_0, kDim, kDim, 512, Weights::plain);
 LOOM_BENCH_MUL_MAT(q4_k_n512_plain, Q4_K, kDim, kDim, 512, Weights::plain);
+LOOM_BENCH_MUL_MAT(mxfp4_n1_plain, MXFP4, kDim, kDim, 1, Weights::plain);
+LOOM_BENCH_MUL_MAT(iq4_xs_n1_plain, IQ4_XS, kDim, kDim, 1, Weights::plain);
+LOOM_BENCH_MUL_MAT(mxfp4_n512_plain, MXFP4, kDim, kDim, 512, Weights::plain);
 
 BENCHMARK(bm_naive_matmul)
     ->Name("naive_matmul_512")

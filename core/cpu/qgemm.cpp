@@ -138,6 +138,10 @@ const Format *format(DType type) {
             return &kFormatQ6_K;
         case DType::MXFP4:
             return &kFormatMXFP4;
+        case DType::IQ4_NL:
+            return &kFormatIQ4_NL;
+        case DType::IQ4_XS:
+            return &kFormatIQ4_XS;
         default:
             return nullptr;
     }

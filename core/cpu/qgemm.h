@@ -3,10 +3,10 @@
 // products (AVX-512 VNNI): the path mul_mat and mul_mat_id take when their weights are repacked.
 //
 // Phase 1: the node's columns are quantized once, split across threads, into shared scratch, as
-// llama.cpp quantizes them (Q8_0 for Q4_0 / Q8_0 / MXFP4 weights, Q8_K for the K-quants), and
-// laid out in panels of up to kPanel columns. Phase 2, after a barrier: each thread multiplies its
-// groups of 16 weight rows with every panel; a tile kernel keeps 16 rows x NC columns of sums in
-// registers and reads each weight block once per panel.
+// llama.cpp quantizes them (Q8_0 for Q4_0 / Q8_0 / MXFP4 / IQ4_NL weights, Q8_K for the K-quants
+// and IQ4_XS), and laid out in panels of up to kPanel columns. Phase 2, after a barrier: each
+// thread multiplies its groups of 16 weight rows with every panel; a tile kernel keeps 16 rows x NC
+// columns of sums in registers and reads each weight block once per panel.
 //
 // Arithmetic, identical for every N, panel width, thread count and position in the batch: each
 // (row, column) lane sums a block's integer products exactly (VPDPBUSD), then
@@ -54,9 +54,10 @@ inline void prefetch_weights(const std::byte *w) {
     }
 }
 
-extern const Format kFormatQ4_0, kFormatQ8_0;  // qgemm_legacy.cpp
-extern const Format kFormatQ4_K, kFormatQ6_K;  // qgemm_k.cpp
-extern const Format kFormatMXFP4;              // qgemm_lut4.cpp
+extern const Format kFormatQ4_0, kFormatQ8_0;     // qgemm_legacy.cpp
+extern const Format kFormatQ4_K, kFormatQ6_K;     // qgemm_k.cpp
+extern const Format kFormatMXFP4, kFormatIQ4_NL;  // qgemm_lut4.cpp
+extern const Format kFormatIQ4_XS;                // qgemm_iq4xs.cpp
 
 // Null when `type` has no repacked kernel in this build.
 const Format *format(DType type);

@@ -1,15 +1,17 @@
-// Tiles for repacked table-indexed 4-bit weights (core/quant/lut4_formats.h) against Q8_0
-// columns (core/cpu/qgemm.h).
+// Tiles for repacked MXFP4 and IQ4_NL weights (core/quant/lut4_formats.h) against Q8_0 columns
+// (core/cpu/qgemm.h).
 //
 // A group block (16 rows, one 32-element block each) is the 16 rows' scales side by side (MXFP4:
-// one E8M0 byte each), then the quants as 4-byte units of the 16 rows: unit t holds elements
-// 4t..4t+3 in its low nibbles and 16+4t..16+4t+3 in its high ones (core/cpu/repack.h).
+// one E8M0 byte each; IQ4_NL: one F16 each), then the quants as 4-byte units of the 16 rows: unit t
+// holds elements 4t..4t+3 in its low nibbles and 16+4t..16+4t+3 in its high ones
+// (core/cpu/repack.h).
 //
-// VPSHUFB looks each code up in the format's table shifted to unsigned bytes (value + offset), as
-// VPDPBUSD wants one side unsigned; the panel's per-block term -offset * sum(a) starts each lane,
-// so a lane ends a block with its exact integer sum. Then acc = fma(sum, d_w * d_a, acc), block
-// after block: the arithmetic of llama.cpp's x86 repacked kernels for these formats
-// (gemv/gemm_q4_b32_8x8_q8_0_lut_avx), so a product matches llama.cpp's bit for bit.
+// VPERMB (VPSHUFB without AVX512-VBMI) looks each code up in the format's table shifted to
+// unsigned bytes (value + offset), as VPDPBUSD wants one side unsigned; the panel's per-block term
+// -offset * sum(a) starts each lane, so a lane ends a block with its exact integer sum. Then acc =
+// fma(sum, d_w * d_a, acc), block after block: the arithmetic of llama.cpp's x86 repacked kernels
+// for these formats (gemv/gemm_q4_b32_8x8_q8_0_lut_avx), so a product matches llama.cpp's bit for
+// bit.
 #include <cstring>
 #include <utility>
 
@@ -41,28 +43,40 @@ void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *pane
     }
 }
 
-// The table plus kOffset, as unsigned bytes, in each 128-bit lane (VPSHUFB's reach).
+// The table plus kOffset, as unsigned bytes.
 template <int kOffset>
-__m512i unsigned_table(const int8_t *values) {
-    alignas(16) uint8_t shifted[16];
+NibbleTable unsigned_table(const int8_t *values) {
+    uint8_t shifted[16];
     for (int i = 0; i < 16; ++i) shifted[i] = uint8_t(values[i] + kOffset);
-    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(shifted)));
+    return NibbleTable(shifted);
 }
 
 struct Mxfp4 {
     static constexpr size_t kBlockBytes = sizeof(quant::BlockMXFP4);
     static constexpr size_t kScaleBytes = 1;  // per row, before the quants
     static constexpr int kOffset = 12;        // -12 is the table's least value
-    static __m512i table() { return unsigned_table<kOffset>(quant::kValuesMxfp4); }
-    // The 16 rows' 2^(e - 128) (quant::e8m0_half_to_f32): the exponent field e - 1, or for
-    // e < 2 the subnormals 2^-128 and 2^-127.
+    static NibbleTable table() { return unsigned_table<kOffset>(quant::kValuesMxfp4); }
+    // The 16 rows' scales 2^(e - 128) (quant::e8m0_half_to_f32) as their exponents e - 128;
+    // times(w, d_a) = d_a * 2^(e - 128) by VSCALEFPS, which rounds that product as a multiply
+    // would (it is exact but for subnormal results).
     static __m512 scales(const std::byte *w) {
         const __m512i e =
             _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(w)));
-        const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
-        const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
-        const __mmask16 small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
-        return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
+        return _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128)));
+    }
+    static __m512 times(__m512 scales, float d_a) {
+        return _mm512_scalef_ps(_mm512_set1_ps(d_a), scales);
+    }
+};
+
+struct Iq4nl {
+    static constexpr size_t kBlockBytes = sizeof(quant::BlockIQ4NL);
+    static constexpr size_t kScaleBytes = 2;  // F16 d per row
+    static constexpr int kOffset = 128;       // the table's values are -127 .. 113
+    static NibbleTable table() { return unsigned_table<kOffset>(quant::kValuesIq4nl); }
+    static __m512 scales(const std::byte *w) { return load_f16x16(w); }
+    static __m512 times(__m512 scales, float d_a) {
+        return _mm512_mul_ps(scales, _mm512_set1_ps(d_a));
     }
 };
 
@@ -70,8 +84,7 @@ template <typename F, int NC>
 void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
     constexpr size_t kGroupBlock = kRepackRows * F::kBlockBytes;
     constexpr size_t kQuants = kRepackRows * F::kScaleBytes;
-    const __m512i table = F::table();
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const NibbleTable table = F::table();
     __m512 acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -82,18 +95,24 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
         __m512i q[8];  // q[t]: elements 4t..4t+3 of the 16 rows, as table value + offset
         for (int t = 0; t < 4; ++t) {
             const __m512i v = load512(w + kQuants + 64 * t);
-            q[t] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low4));
-            q[t + 4] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+            q[t] = table.low(v);
+            q[t + 4] = table.high(v);
         }
 #pragma GCC unroll 12
         for (int c = 0; c < NC; ++c) {
+            // Generation: two chains of 4 for the latency (integer sums: the split changes no
+            // bit); wide panels have independent columns enough, and no registers to spare.
             __m512i sum = broadcast_i32(a + NC * (kBlock + 4) + 4 * c);
-#pragma GCC unroll 8
-            for (int t = 0; t < 8; ++t) {
+            __m512i sum_high = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; ++t) {
                 sum = _mm512_dpbusd_epi32(sum, q[t], broadcast_i32(a + c * kBlock + 4 * t));
+                __m512i &high = NC <= kStreamColumns ? sum_high : sum;
+                high =
+                    _mm512_dpbusd_epi32(high, q[t + 4], broadcast_i32(a + c * kBlock + 16 + 4 * t));
             }
-            const __m512 scale =
-                _mm512_mul_ps(dw, _mm512_set1_ps(load_f32(a + NC * kBlock + 4 * c)));
+            if constexpr (NC <= kStreamColumns) sum = _mm512_add_epi32(sum, sum_high);
+            const __m512 scale = F::times(dw, load_f32(a + NC * kBlock + 4 * c));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[c]);
         }
     }
@@ -113,8 +132,13 @@ const Format kFormatMXFP4{.act_type = DType::Q8_0,
                           .extra = 1,
                           .prepare = prepare<Mxfp4::kOffset>,
                           .tiles = tiles<Mxfp4>(kPanelWidths)};
+const Format kFormatIQ4_NL{.act_type = DType::Q8_0,
+                           .block = kBlock,
+                           .extra = 1,
+                           .prepare = prepare<Iq4nl::kOffset>,
+                           .tiles = tiles<Iq4nl>(kPanelWidths)};
 #else
-const Format kFormatMXFP4{};
+const Format kFormatMXFP4{}, kFormatIQ4_NL{};
 #endif
 
 }  // namespace loom::cpu::qgemm

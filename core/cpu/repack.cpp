@@ -33,6 +33,8 @@ constexpr std::array<Layout, kDTypeCount> kLayouts = [] {
     t[size_t(DType::Q4_K)] = {4, {{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}}};
     t[size_t(DType::Q6_K)] = {4, {{{0, 128, 4}, {128, 64, 4}, {192, 16, 1}, {208, 2, 2}}}};
     t[size_t(DType::MXFP4)] = {2, {{{0, 1, 1}, {1, 16, 4}}}};
+    t[size_t(DType::IQ4_NL)] = {2, {{{0, 2, 2}, {2, 16, 4}}}};
+    t[size_t(DType::IQ4_XS)] = {4, {{{0, 2, 2}, {2, 2, 2}, {4, 4, 1}, {8, 128, 4}}}};
     // 16-bit floats, one element per "block": element k of the 16 rows side by side, which is
     // one vector of the float GEMM (core/cpu/gemm.cpp) with no transpose.
     t[size_t(DType::F16)] = {1, {{{0, 2, 2}}}};

@@ -11,6 +11,6 @@ using TraitsTable = std::array<DTypeTraits, kDTypeCount>;
 
 void fill_legacy_traits(TraitsTable &table);  // legacy.cpp: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1
 void fill_k_traits(TraitsTable &table);       // k_quants.cpp: Q2_K ... Q6_K, Q8_K
-void fill_lut4_traits(TraitsTable &table);    // lut4.cpp: MXFP4
+void fill_lut4_traits(TraitsTable &table);    // lut4.cpp: MXFP4, IQ4_NL, IQ4_XS
 
 }  // namespace loom::quant

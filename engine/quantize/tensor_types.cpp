@@ -19,6 +19,9 @@ enum FtypeId : uint32_t {
     kQ4_K_S = 14,
     kQ4_K_M = 15,
     kQ5_K_M = 17,
+    kIQ4_NL = 25,
+    kIQ4_XS = 30,
+    kMXFP4_MOE = 38,
 };
 
 // Architectures llama.cpp's quantizer treats apart. Falcon has its own ffn_down, attn_output
@@ -29,11 +32,17 @@ struct ArchQuirks {
     bool falcon_rules;
     int layers_70b;    // 0: never 70B
     bool gqa_for_70b;  // llama: 80 layers are 70B only with GQA (65B without)
+    // MXFP4_MOE converts only the FFN's 3-D tensors, not its other 3-D ones (MLA projections).
+    bool mxfp4_ffn_only = false;
 };
 constexpr std::array kArchQuirks{
-    ArchQuirks{"falcon", true, 0, false},  ArchQuirks{"llama", false, 80, true},
-    ArchQuirks{"qwen2", false, 80, false}, ArchQuirks{"deci", false, 80, false},
-    ArchQuirks{"olmo", false, 80, false},  ArchQuirks{"jais2", false, 68, false},
+    ArchQuirks{"falcon", true, 0, false},
+    ArchQuirks{"llama", false, 80, true},
+    ArchQuirks{"qwen2", false, 80, false},
+    ArchQuirks{"deci", false, 80, false},
+    ArchQuirks{"olmo", false, 80, false},
+    ArchQuirks{"jais2", false, 68, false},
+    ArchQuirks{"bailingmoe3", false, 0, false, true},
 };
 
 // llama.cpp's tensor categories (tensor_get_category): broad roles found by name.
@@ -135,12 +144,15 @@ int block_layer(std::string_view name) {
 }
 
 // A type whose blocks fit rows of `ncols` elements (llama.cpp's tensor_type_fallback): each
-// 256-wide K type falls back to a 32-wide type of about its size, and when even 32 does not
-// divide the rows, to F16.
+// 256-wide type (the K types, IQ4_XS) falls back to a 32-wide type of about its size, and when
+// even 32 does not divide the rows, to F16.
 DType fit_rows(DType type, int64_t ncols) {
     if (ncols % traits(type).block_size == 0) return type;
     DType fallback = type;
     switch (type) {
+        case DType::IQ4_XS:
+            fallback = DType::IQ4_NL;
+            break;
         case DType::Q2_K:
         case DType::Q3_K:
             fallback = DType::Q4_0;
@@ -188,6 +200,7 @@ class MixRules {
         if (c == Category::output || (tied_embeddings_ && c == Category::token_embd)) {
             return output_type(t, type);
         }
+        if (ftype_ == kMXFP4_MOE) return mxfp4_moe_type(t, c);
         switch (c) {
             case Category::attn_v:
                 return attn_v_type(type);
@@ -198,7 +211,7 @@ class MixRules {
             case Category::attn_output:
                 return attn_output_type(type);
             default:
-                // token_embd, attn_q, ffn_gate and ffn_up only change in the IQ mixes.
+                // token_embd, attn_q, ffn_gate and ffn_up only change in the IQ1-IQ3 mixes.
                 return type;
         }
     }
@@ -207,8 +220,17 @@ class MixRules {
     // The output matrix is the most sensitive one: Q6_K unless the mix is Q8_0 already, Q8_0
     // when its rows do not fit the mix's blocks (and always for Falcon).
     DType output_type(const gguf::TensorInfo &t, DType type) const {
+        if (ftype_ == kMXFP4_MOE) return DType::Q8_0;
         if (model_.falcon_rules || t.ne[0] % traits(type).block_size != 0) return DType::Q8_0;
         return type == DType::Q8_0 ? type : DType::Q6_K;
+    }
+
+    // MXFP4_MOE: the experts' stacked matrices (3-D) in MXFP4, every other weight in Q8_0.
+    DType mxfp4_moe_type(const gguf::TensorInfo &t, Category c) const {
+        const bool ffn =
+            c == Category::ffn_up || c == Category::ffn_gate || c == Category::ffn_down;
+        const bool experts = t.ne[2] > 1 && (!model_.mxfp4_ffn_only || ffn);
+        return experts ? DType::MXFP4 : DType::Q8_0;
     }
 
     DType attn_v_type(DType type) {
@@ -218,6 +240,8 @@ class MixRules {
         } else if (ftype_ == kQ3_K_M) {
             type = i < 2 ? DType::Q5_K : DType::Q4_K;
         } else if (ftype_ == kQ3_K_L) {
+            type = DType::Q5_K;
+        } else if ((ftype_ == kIQ4_NL || ftype_ == kIQ4_XS) && model_.n_gqa >= 4) {
             type = DType::Q5_K;
         } else if ((ftype_ == kQ4_K_M || ftype_ == kQ5_K_M) && use_more_bits(i, n_attention_wv_)) {
             type = DType::Q6_K;
@@ -249,6 +273,8 @@ class MixRules {
             }
             return use_more_bits(i, n) ? DType::Q6_K : type;
         }
+        // (llama.cpp: only without an importance matrix, which Loom never has)
+        if (i < n / 8 && (ftype_ == kIQ4_NL || ftype_ == kIQ4_XS)) return DType::Q5_K;
         if (ftype_ == kQ5_K_M && use_more_bits(i, n)) return DType::Q6_K;
         if (ftype_ == kQ4_K_S && !falcon && i < n / 8) return DType::Q5_K;
         return type;
@@ -258,7 +284,8 @@ class MixRules {
         if (model_.falcon_rules) return ftype_ == kQ3_K_L ? DType::Q4_K : type;
         if (model_.n_expert == 8) {
             const bool raise = ftype_ == kQ2_K || ftype_ == kQ3_K_S || ftype_ == kQ3_K_M ||
-                               ftype_ == kQ4_K_S || ftype_ == kQ4_K_M;
+                               ftype_ == kQ4_K_S || ftype_ == kQ4_K_M || ftype_ == kIQ4_NL ||
+                               ftype_ == kIQ4_XS;
             return raise ? DType::Q5_K : type;
         }
         if (ftype_ == kQ2_K) return DType::Q3_K;
@@ -318,6 +345,7 @@ QuantModelFacts QuantModelFacts::from_gguf(const gguf::Metadata &metadata) {
         std::ranges::find_if(kArchQuirks, [&](const ArchQuirks &q) { return q.name == name; });
     if (quirks != kArchQuirks.end()) {
         facts.falcon_rules = quirks->falcon_rules;
+        facts.mxfp4_ffn_only = quirks->mxfp4_ffn_only;
         facts.size_70b =
             facts.n_layer == quirks->layers_70b && (!quirks->gqa_for_70b || n_head != n_head_kv);
     }

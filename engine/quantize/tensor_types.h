@@ -17,6 +17,7 @@ struct QuantModelFacts {
     int n_expert = 0;           // <arch>.expert_count
     bool falcon_rules = false;  // llama.cpp gives Falcon its own ffn_down/output rules
     bool size_70b = false;      // llama.cpp's LLM_TYPE_70B, which gets a larger attn_v
+    bool mxfp4_ffn_only = false;  // MXFP4_MOE leaves 3-D tensors outside the FFN in Q8_0
 
     static QuantModelFacts from_gguf(const gguf::Metadata &metadata);
 };

@@ -20,7 +20,7 @@ using quant_test::normalized_rmse;
 using quant_test::quantize;
 using quant_test::random_row;
 
-const DType kTypes[] = {DType::MXFP4};
+const DType kTypes[] = {DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
 
 TEST(Lut4Formats, TraitsRows) {
     for (DType t : kTypes) {
@@ -34,7 +34,15 @@ TEST(Lut4Formats, TraitsRows) {
     EXPECT_EQ(traits(DType::MXFP4).gguf_id, 39u);
     EXPECT_EQ(traits(DType::MXFP4).block_size, 32);
     EXPECT_EQ(traits(DType::MXFP4).type_size, 17u);
-    EXPECT_EQ(traits(DType::MXFP4).vec_dot_type, DType::Q8_0);  // ggml's pairing
+    EXPECT_EQ(traits(DType::MXFP4).vec_dot_type, DType::Q8_0);  // ggml's pairings
+    EXPECT_EQ(traits(DType::IQ4_NL).gguf_id, 20u);
+    EXPECT_EQ(traits(DType::IQ4_NL).block_size, 32);
+    EXPECT_EQ(traits(DType::IQ4_NL).type_size, 18u);
+    EXPECT_EQ(traits(DType::IQ4_NL).vec_dot_type, DType::Q8_0);
+    EXPECT_EQ(traits(DType::IQ4_XS).gguf_id, 23u);
+    EXPECT_EQ(traits(DType::IQ4_XS).block_size, 256);
+    EXPECT_EQ(traits(DType::IQ4_XS).type_size, 136u);
+    EXPECT_EQ(traits(DType::IQ4_XS).vec_dot_type, DType::Q8_K);
 }
 
 // E8M0 halved: 2^(e - 128), subnormal below e = 2.
@@ -59,6 +67,27 @@ TEST(Lut4Formats, DecodesKnownBlocks) {
     EXPECT_EQ(out[16], -3.0f);
     EXPECT_EQ(out[1], 0.0f);
     EXPECT_TRUE(out[2] == 0.0f && !std::signbit(out[2]));
+
+    quant::BlockIQ4NL nl{};
+    nl.d = f32_to_fp16(0.5f);
+    nl.qs[0] = 0x0f;  // element 0: code 15 = 113, element 16: code 0 = -127
+    nl.qs[1] = 0x88;  // elements 1 and 17: code 8 = 1
+    traits(DType::IQ4_NL).to_float(&nl, out.data(), 32);
+    EXPECT_EQ(out[0], 56.5f);
+    EXPECT_EQ(out[16], -63.5f);
+    EXPECT_EQ(out[17], 0.5f);
+
+    quant::BlockIQ4XS xs{};
+    xs.d = f32_to_fp16(0.125f);
+    xs.scales_l[1] = 0x50;  // sub-block 3's scale: low bits 5 (high nibble of scales_l[1]),
+    xs.scales_h = 2 << 6;   // high bits 2 (bits 6-7): ls = 37, scale 37 - 32 = 5
+    xs.qs[48] = 0xf8;       // sub-block 3's element 0: code 8 = 1, element 16: code 15 = 113
+    std::vector<float> out256(256);
+    traits(DType::IQ4_XS).to_float(&xs, out256.data(), 256);
+    EXPECT_EQ(quant::iq4xs_scale(xs, 3), 5);
+    EXPECT_EQ(out256[96], 0.625f);
+    EXPECT_EQ(out256[112], 113 * 0.625f);
+    EXPECT_EQ(out256[0], -0.125f * 32 * -127);  // sub-block 0: ls = 0, scale -32, code 0
 }
 
 // Values on the E2M1 grid come back exactly: the scale is the largest magnitude's binade, less
@@ -77,12 +106,14 @@ TEST(Lut4Formats, Mxfp4GridValuesAreExact) {
 
 // Error of quantize -> dequantize on N(0, 1) rows, relative to the rows' RMS. MXFP4's levels
 // are a block's largest magnitude's binade split as 0, 1/8 ... 3/4 of 2^(k + 1) (E2M1): relative
-// steps up to 1/3 with the largest values quantized coarsely: 0.114 measured.
+// steps up to 1/3 with the largest values quantized coarsely: 0.114 measured. IQ4's 16 levels are
+// spaced for a bell-shaped block and its scale is fitted by least squares: 0.075 measured, near
+// Q4_0's 0.075 bound for evenly spaced levels (legacy_format_tests.cpp).
 TEST(Lut4Formats, RoundTripError) {
     const struct {
         DType type;
         double max_nrmse;
-    } cases[] = {{DType::MXFP4, 0.16}};
+    } cases[] = {{DType::MXFP4, 0.16}, {DType::IQ4_NL, 0.10}, {DType::IQ4_XS, 0.10}};
     for (const auto &c : cases) {
         const std::vector<float> x = random_row(32 * 512, 7);
         const double e = normalized_rmse(x, dequantize(c.type, quantize(c.type, x), 32 * 512));
@@ -163,44 +194,103 @@ float hsum(const float *a) {
     return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
 }
 
-// The block's table value of element j.
-int mxfp4_value(const quant::BlockMXFP4 &b, int j) {
-    const uint8_t byte = b.qs[j % 16];
-    return quant::kValuesMxfp4[j < 16 ? byte & 0x0f : byte >> 4];
+// Element j's table value in a 32-block whose codes are the nibbles of qs.
+int value_of(const uint8_t *qs, const int8_t *values, int j) {
+    const uint8_t byte = qs[j % 16];
+    return values[j < 16 ? byte & 0x0f : byte >> 4];
 }
+
+// A 32-block format's codes, table and weight scale.
+struct Blocks32 {
+    const std::vector<std::byte> &q;
+    DType type;
+    const uint8_t *qs(int64_t b) const {
+        const size_t size = traits(type).type_size;
+        return reinterpret_cast<const uint8_t *>(q.data() + b * size + (size - 16));
+    }
+    const int8_t *values() const {
+        return type == DType::MXFP4 ? quant::kValuesMxfp4 : quant::kValuesIq4nl;
+    }
+    float scale(int64_t b) const {
+        const auto *p = reinterpret_cast<const uint8_t *>(q.data() + b * traits(type).type_size);
+        if (type == DType::MXFP4) return quant::e8m0_half_to_f32(p[0]);
+        uint16_t d;
+        std::memcpy(&d, p, 2);
+        return fp16_to_f32(d);
+    }
+};
 
 // vec_dot's result does not depend on how the build vectorises: recomputed in the order
 // lut4_formats.h documents, from the integer lane sums, with std::fma; an even and an odd number
 // of blocks (the last one then goes through the tail).
-TEST(Lut4Formats, Mxfp4DotFollowsGgmlLaneOrder) {
-    for (int64_t nb : {36, 37}) {
-        const int64_t n = 32 * nb;
-        const auto qx = quantize(DType::MXFP4, random_row(n, 11));
-        const auto qy = quantize(DType::Q8_0, random_row(n, 12));
-        const auto *x = reinterpret_cast<const quant::BlockMXFP4 *>(qx.data());
-        const auto *y = reinterpret_cast<const quant::BlockQ8_0 *>(qy.data());
-        float acc[2][8] = {};
-        const int64_t paired = nb - nb % 2;  // blocks that go through the two accumulators
-        for (int64_t b = 0; b < paired; ++b) {
-            const float scale = fp16_to_f32(y[b].d) * quant::e8m0_half_to_f32(x[b].e);
-            for (int l = 0; l < 8; ++l) {
+TEST(Lut4Formats, Block32DotsFollowGgmlLaneOrder) {
+    for (DType type : {DType::MXFP4, DType::IQ4_NL}) {
+        for (int64_t nb : {36, 37}) {
+            const int64_t n = 32 * nb;
+            const auto qx = quantize(type, random_row(n, 11));
+            const auto qy = quantize(DType::Q8_0, random_row(n, 12));
+            const Blocks32 x{qx, type};
+            const auto *y = reinterpret_cast<const quant::BlockQ8_0 *>(qy.data());
+            auto block_sum = [&](int64_t b, int first, int count) {
                 int sum = 0;
-                for (int j = 4 * l; j < 4 * l + 4; ++j) sum += mxfp4_value(x[b], j) * y[b].qs[j];
-                acc[b % 2][l] = std::fma(scale, float(sum), acc[b % 2][l]);
+                for (int j = first; j < first + count; ++j) {
+                    sum += value_of(x.qs(b), x.values(), j) * y[b].qs[j];
+                }
+                return sum;
+            };
+            float acc[2][8] = {};
+            const int64_t paired = nb - nb % 2;  // blocks that go through the two accumulators
+            for (int64_t b = 0; b < paired; ++b) {
+                const float scale = fp16_to_f32(y[b].d) * x.scale(b);
+                for (int l = 0; l < 8; ++l) {
+                    acc[b % 2][l] = std::fma(scale, float(block_sum(b, 4 * l, 4)), acc[b % 2][l]);
+                }
+            }
+            float lanes[8];
+            for (int l = 0; l < 8; ++l) lanes[l] = acc[0][l] + acc[1][l];
+            float expected = hsum(lanes);
+            if (paired < nb) {
+                const float scale = fp16_to_f32(y[paired].d) * x.scale(paired);
+                expected = std::fma(scale, float(block_sum(paired, 0, 32)), expected);
+            }
+            EXPECT_EQ(traits(type).vec_dot(n, qx.data(), qy.data()), expected)
+                << dtype_name(type) << " " << nb << " blocks";
+        }
+    }
+}
+
+// IQ4_XS: per super-block, lane l sums over the 8 sub-blocks their scale times the products of
+// elements 4l .. 4l + 3; one fma per lane and super-block; the lanes added last.
+TEST(Lut4Formats, Iq4xsDotFollowsGgmlLaneOrder) {
+    const int64_t n = 256 * 13;
+    const auto qx = quantize(DType::IQ4_XS, random_row(n, 13));
+    const auto qy = quantize(DType::Q8_K, random_row(n, 14));
+    const auto *x = reinterpret_cast<const quant::BlockIQ4XS *>(qx.data());
+    const auto *y = reinterpret_cast<const quant::BlockQ8K *>(qy.data());
+    float acc[8] = {};
+    for (int64_t i = 0; i < n / 256; ++i) {
+        int lanes[8] = {};
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int j = 0; j < 32; ++j) {
+                lanes[j / 4 % 8] += quant::iq4xs_scale(x[i], ib) *
+                                    value_of(x[i].qs + 16 * ib, quant::kValuesIq4nl, j) *
+                                    y[i].qs[32 * ib + j];
             }
         }
-        float lanes[8];
-        for (int l = 0; l < 8; ++l) lanes[l] = acc[0][l] + acc[1][l];
-        float expected = hsum(lanes);
-        if (paired < nb) {
-            const int64_t b = paired;
-            int sum = 0;
-            for (int j = 0; j < 32; ++j) sum += mxfp4_value(x[b], j) * y[b].qs[j];
-            const float scale = fp16_to_f32(y[b].d) * quant::e8m0_half_to_f32(x[b].e);
-            expected = std::fma(scale, float(sum), expected);
-        }
-        EXPECT_EQ(traits(DType::MXFP4).vec_dot(n, qx.data(), qy.data()), expected) << nb;
+        const float d = fp16_to_f32(x[i].d) * y[i].d;
+        for (int l = 0; l < 8; ++l) acc[l] = std::fma(d, float(lanes[l]), acc[l]);
     }
+    EXPECT_EQ(traits(DType::IQ4_XS).vec_dot(n, qx.data(), qy.data()), hsum(acc));
+}
+
+// A super-block of zeros: every sub-block scale is 0, so the super-block scale is -0 / 32, which
+// ggml stores as F16 0x8000; the codes all point at the table's value next to 0.
+TEST(Lut4Formats, Iq4xsZeroSuperBlockKeepsNegativeZeroScale) {
+    const auto q = quantize(DType::IQ4_XS, std::vector<float>(256, 0.0f));
+    const auto &b = *reinterpret_cast<const quant::BlockIQ4XS *>(q.data());
+    EXPECT_EQ(b.d, 0x8000);
+    for (int ib = 0; ib < 8; ++ib) EXPECT_EQ(quant::iq4xs_scale(b, ib), 0);
+    for (uint8_t byte : b.qs) EXPECT_EQ(byte, 0x88);
 }
 
 }  // namespace

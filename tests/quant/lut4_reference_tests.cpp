@@ -306,7 +306,8 @@ TEST_P(Lut4Reference, MatrixProductsMatchLlamaCpp) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, Lut4Reference, ::testing::Values(DType::MXFP4),
+INSTANTIATE_TEST_SUITE_P(Types, Lut4Reference,
+                         ::testing::Values(DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS),
                          [](const auto &info) { return std::string(dtype_name(info.param)); });
 
 }  // namespace

@@ -18,9 +18,9 @@ using quant_test::random_f32;
 using quant_test::random_row;
 using quant_test::run_graph;
 
-const DType kWeightTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                              DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
-                              DType::Q5_K, DType::Q6_K, DType::MXFP4};
+const DType kWeightTypes[] = {DType::Q4_0,  DType::Q4_1,   DType::Q5_0,  DType::Q5_1, DType::Q8_0,
+                              DType::Q2_K,  DType::Q3_K,   DType::Q4_K,  DType::Q5_K, DType::Q6_K,
+                              DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
 
 // A [K, rows] tensor of `type` in ctx holding quantized N(0, 1) values.
 Tensor *random_weights(Context &ctx, DType type, int64_t K, int64_t rows, uint32_t seed) {

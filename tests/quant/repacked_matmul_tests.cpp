@@ -26,7 +26,8 @@ using quant_test::random_f32;
 using quant_test::random_row;
 using quant_test::run_graph;
 
-const DType kRepackedTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::MXFP4};
+const DType kRepackedTypes[] = {DType::Q4_0,  DType::Q8_0,   DType::Q4_K,  DType::Q6_K,
+                                DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
 
 // Weights [K, rows, n_mat] of `type` (random N(0, 1) values quantized) stored in a repack buffer.
 struct RepackedWeights {
@@ -85,16 +86,43 @@ float legacy_expected(DType type, const std::byte *row, const std::byte *column,
 // The table-indexed 32-blocks: the same order, with each code's table value.
 float lut4_expected(DType type, const std::byte *row, const std::byte *column, int64_t K) {
     const auto *y = reinterpret_cast<const quant::BlockQ8_0 *>(column);
+    const size_t block = traits(type).type_size;
+    const bool mxfp4 = type == DType::MXFP4;
+    const int8_t *values = mxfp4 ? quant::kValuesMxfp4 : quant::kValuesIq4nl;
     float acc = 0.0f;
     for (int64_t b = 0; b < K / 32; ++b) {
-        const auto &x = reinterpret_cast<const quant::BlockMXFP4 *>(row)[b];
-        const int8_t *values = quant::kValuesMxfp4;
-        const float dw = quant::e8m0_half_to_f32(x.e);
+        const auto *x = reinterpret_cast<const uint8_t *>(row + size_t(b) * block);
+        const uint8_t *qs = x + block - 16;
+        uint16_t d;
+        std::memcpy(&d, x, 2);
+        const float dw = mxfp4 ? quant::e8m0_half_to_f32(x[0]) : fp16_to_f32(d);
         int32_t sum = 0;
         for (int i = 0; i < 16; ++i) {
-            sum += values[x.qs[i] & 0x0F] * y[b].qs[i] + values[x.qs[i] >> 4] * y[b].qs[i + 16];
+            sum += values[qs[i] & 0x0F] * y[b].qs[i] + values[qs[i] >> 4] * y[b].qs[i + 16];
         }
         acc = std::fma(float(sum), dw * fp16_to_f32(y[b].d), acc);
+    }
+    return acc;
+}
+
+// IQ4_XS: each super-block's exact integer sum (sub-block sums times their 6-bit scales), then
+// one fma with d_w * d_a.
+float iq4xs_expected(const std::byte *row, const std::byte *column, int64_t K) {
+    const auto *y = reinterpret_cast<const quant::BlockQ8K *>(column);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < K / 256; ++b) {
+        const auto &x = reinterpret_cast<const quant::BlockIQ4XS *>(row)[b];
+        int32_t total = 0;
+        for (int ib = 0; ib < 8; ++ib) {
+            int32_t sum = 0;
+            for (int i = 0; i < 16; ++i) {
+                const uint8_t q = x.qs[16 * ib + i];
+                sum += quant::kValuesIq4nl[q & 0x0F] * y[b].qs[32 * ib + i] +
+                       quant::kValuesIq4nl[q >> 4] * y[b].qs[32 * ib + 16 + i];
+            }
+            total += quant::iq4xs_scale(x, ib) * sum;
+        }
+        acc = std::fma(float(total), fp16_to_f32(x.d) * y[b].d, acc);
     }
     return acc;
 }
@@ -155,7 +183,9 @@ float expected_element(DType type, const std::byte *row, const float *x, int64_t
     const std::vector<std::byte> column = quantize_column(type, x, K);
     if (type == DType::Q4_K) return q4k_expected(row, column.data(), K);
     if (type == DType::Q6_K) return q6k_expected(row, column.data(), K);
-    if (type == DType::MXFP4) return lut4_expected(type, row, column.data(), K);
+    if (type == DType::MXFP4 || type == DType::IQ4_NL)
+        return lut4_expected(type, row, column.data(), K);
+    if (type == DType::IQ4_XS) return iq4xs_expected(row, column.data(), K);
     return legacy_expected(type, row, column.data(), K);
 }
 

@@ -27,7 +27,7 @@ open(sys.argv[2] + "/arch.gguf", "wb").write(arch)
 name = b"token_embd.weight"
 info = data.find(name) + len(name)
 n_dims = struct.unpack_from("<I", data, info)[0]
-for type_id, out in ((23, "iq4_xs.gguf"), (99, "type99.gguf")):
+for type_id, out in ((16, "iq2_xxs.gguf"), (99, "type99.gguf")):
     patched = bytearray(data)
     struct.pack_into("<I", patched, info + 4 + 8 * n_dims, type_id)
     open(sys.argv[2] + "/" + out, "wb").write(patched)
@@ -40,8 +40,8 @@ expect_error "^loom run: error: \[gguf\] $tmp/text.gguf: .*bad magic .*a GGUF fi
     run -m "$tmp/text.gguf" -p "Once"
 expect_error "architecture 'mamba' is not supported \(supported: llama, .*gpt2.*\)" \
     run -m "$tmp/arch.gguf" -p "Once"
-expect_error "tensor 0 'token_embd.weight' .*tensor type IQ4_XS \(GGUF type id 23\) is not supported" \
-    run -m "$tmp/iq4_xs.gguf" -p "Once"
+expect_error "tensor 0 'token_embd.weight' .*tensor type IQ2_XXS \(GGUF type id 16\) is not supported" \
+    run -m "$tmp/iq2_xxs.gguf" -p "Once"
 expect_error "tensor 0 'token_embd.weight' .*unknown tensor type id 99" \
     run -m "$tmp/type99.gguf" -p "Once"
 expect_error "\[kv\] a KV cache of 1000000000 cells needs [0-9.]+ GiB of memory and [0-9.]+ GiB is available" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `loom quantize` end to end: stories260K to Q4_K_M (the 172-wide ffn_down falls back to F16 as in
-# llama.cpp) that `loom run` then generates text with, a --pure Q8_0 file identical to
-# llama-quantize's fixture, and the error paths (message, non-zero exit, no file left behind).
+# llama.cpp) and IQ4_XS, and a MoE fixture to MXFP4_MOE, that `loom run` then generates text with,
+# a --pure Q8_0 file identical to llama-quantize's fixture, and the error paths (message, non-zero
+# exit, no file left behind).
 # Usage: check_quantize.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -25,6 +26,23 @@ grep -q "^size after:  0.28 MiB (7.92 bits per weight), file [0-9]* bytes" "$tmp
 [ "$(stat -c %s "$tmp/q4km.gguf")" -lt "$(stat -c %s "$model")" ] || fail "not smaller"
 story=$("$loom" run -m "$tmp/q4km.gguf" -p "Once upon a time" -n 24 --temp 0 2>/dev/null)
 [ "${#story}" -gt 40 ] || fail "loom run on the Q4_K_M file gave \"$story\""
+
+# IQ4_XS: the 64-wide rows fall back to IQ4_NL (32-blocks), the 172-wide ffn_down to F16; and a
+# MoE model in MXFP4_MOE (experts MXFP4, the rest Q8_0). Both generate text.
+"$loom" quantize "$model" "$tmp/iq4xs.gguf" IQ4_XS >"$tmp/out" 2>"$tmp/err" ||
+    fail "IQ4_XS: $(cat "$tmp/err")"
+grep -q "blk.0.attn_q.weight: rows of 64 do not fit IQ4_XS blocks, written as IQ4_NL" "$tmp/err" ||
+    fail "no IQ4_XS fallback note: $(cat "$tmp/err")"
+story=$("$loom" run -m "$tmp/iq4xs.gguf" -p "Once upon a time" -n 24 --temp 0 2>/dev/null)
+[ "${#story}" -gt 40 ] || fail "loom run on the IQ4_XS file gave \"$story\""
+moe="$fixtures/llama-moe/model.gguf"
+"$loom" quantize "$moe" "$tmp/mxfp4.gguf" MXFP4_MOE >"$tmp/out" 2>"$tmp/err" ||
+    fail "MXFP4_MOE: $(cat "$tmp/err")"
+"$loom" gguf dump "$tmp/mxfp4.gguf" >"$tmp/dump"
+grep -q "blk.0.ffn_up_exps.weight.*MXFP4" "$tmp/dump" || fail "experts not MXFP4: $(cat "$tmp/dump")"
+grep -q "blk.0.attn_q.weight.*Q8_0" "$tmp/dump" || fail "attn_q not Q8_0: $(cat "$tmp/dump")"
+"$loom" run -m "$tmp/mxfp4.gguf" -p "The cat" -n 8 --temp 0 >/dev/null 2>"$tmp/err" ||
+    fail "loom run on the MXFP4_MOE file: $(cat "$tmp/err")"
 
 # --pure through the command line: the same tensor data as llama-quantize --pure, at the same
 # offsets. The headers differ in one vocabulary string, which llama-quantize cuts at its NUL byte

@@ -1,0 +1,133 @@
+// Tiles for repacked IQ4_XS weights against Q8_K columns (core/cpu/qgemm.h).
+//
+// A group block (16 rows, one 256-element super-block each) keeps the fields of the file's block
+// side by side for the 16 rows (core/cpu/repack.h):
+//   d[16] F16 | scales_h[16] u16 | scales_l: 4 bytes x 16 rows | 32 quant units x 64 bytes
+// Unit 4 ib + t holds elements 4t.. of sub-block ib in its low nibbles and 16 + 4t.. in its high
+// ones. VPERMB (or VPSHUFB) looks each code up in the table shifted by 128 to unsigned bytes
+// (VPDPBUSD's unsigned side); the panel's per-sub-block term -128 * sum(a) starts each sub-block's
+// sum, which then is that sub-block's exact integer dot product. Its 6-bit scale multiplies it in
+// integers (VPMULLD), so a lane ends the super-block with its exact sum, and
+//   acc = fma(sum, d_w * d_a, acc)
+// once per super-block: fewer roundings than llama.cpp's AVX2 vec_dot (8 lanes summed in float
+// at the end), whose results differ from these by float rounding only.
+#include <cstring>
+#include <utility>
+
+#include "core/cpu/qgemm.h"
+#include "core/cpu/qgemm_simd.h"
+#include "core/quant/lut4_formats.h"
+
+namespace loom::cpu::qgemm {
+
+#if LOOM_INTEGER_KERNELS
+namespace {
+
+using quant::QK_K;
+constexpr int kSub = QK_K / quant::kLut4Block;        // sub-blocks per super-block
+constexpr int kOffset = 128;                          // the table's values are -127 .. 113
+constexpr size_t kColumnBlock = QK_K + 4 + 4 * kSub;  // quants, d_a, -128 * sum(a) per sub-block
+
+void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *panel) {
+    const auto *blocks = static_cast<const quant::BlockQ8K *>(act);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const quant::BlockQ8K &y = blocks[b];
+        std::byte *p = panel + size_t(b) * size_t(w) * kColumnBlock;
+        std::memcpy(p + slot * QK_K, y.qs, QK_K);
+        std::memcpy(p + w * QK_K + slot * 4, &y.d, 4);
+        int32_t terms[kSub];
+        for (int ib = 0; ib < kSub; ++ib) {
+            terms[ib] = -kOffset * (int32_t(y.bsums[2 * ib]) + y.bsums[2 * ib + 1]);
+        }
+        std::memcpy(p + w * (QK_K + 4) + slot * sizeof terms, terms, sizeof terms);
+    }
+}
+
+// The 16 rows' sub-block scales, ls - 32, as int32 lanes (quant::iq4xs_scale).
+void unpack_scales(const std::byte *w, __m512i *scale) {
+    constexpr size_t kHigh = 2 * kRepackRows, kLow = 4 * kRepackRows;
+    const __m512i high =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(w + kHigh)));
+    const __m512i low4 = _mm512_set1_epi32(0x0F), two = _mm512_set1_epi32(3);
+    const __m512i bias = _mm512_set1_epi32(32);
+    for (int i = 0; i < kSub / 2; ++i) {
+        const __m512i low = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + kLow + 16 * i)));
+        for (int h = 0; h < 2; ++h) {
+            const int ib = 2 * i + h;
+            const __m512i l = _mm512_and_si512(_mm512_srli_epi32(low, 4 * h), low4);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(high, 2 * ib), two);
+            scale[ib] = _mm512_sub_epi32(_mm512_or_si512(l, _mm512_slli_epi32(hi, 4)), bias);
+        }
+    }
+}
+
+template <int NC>
+void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+    constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockIQ4XS);
+    constexpr size_t kQuants = 8 * kRepackRows;
+    uint8_t shifted[16];
+    for (int i = 0; i < 16; ++i) shifted[i] = uint8_t(quant::kValuesIq4nl[i] + kOffset);
+    const NibbleTable table(shifted);
+    __m512 acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const std::byte *w = group + size_t(b) * kGroupBlock;
+        prefetch_weights<kGroupBlock, NC>(w);
+        const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
+        __m512i scale[kSub];
+        unpack_scales(w, scale);
+        __m512i total[NC];
+        for (int c = 0; c < NC; ++c) total[c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int ib = 0; ib < kSub; ++ib) {
+            __m512i q[8];  // q[t], q[t + 4]: elements 4t.. and 16 + 4t.. of sub-block ib
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; ++t) {
+                const __m512i v = load512(w + kQuants + size_t(4 * ib + t) * 64);
+                q[t] = table.low(v);
+                q[t + 4] = table.high(v);
+            }
+#pragma GCC unroll 12
+            for (int c = 0; c < NC; ++c) {
+                const std::byte *qa = a + c * QK_K + 32 * ib;
+                // Generation: two chains of 4 for the latency (integer sums: the split changes no
+                // bit); wide panels have independent columns enough, and no registers to spare.
+                __m512i s = broadcast_i32(a + NC * (QK_K + 4) + 4 * (kSub * c + ib));
+                __m512i s_high = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int t = 0; t < 4; ++t) {
+                    s = _mm512_dpbusd_epi32(s, q[t], broadcast_i32(qa + 4 * t));
+                    __m512i &high = NC <= kStreamColumns ? s_high : s;
+                    high = _mm512_dpbusd_epi32(high, q[t + 4], broadcast_i32(qa + 16 + 4 * t));
+                }
+                if constexpr (NC <= kStreamColumns) s = _mm512_add_epi32(s, s_high);
+                total[c] = _mm512_add_epi32(total[c], _mm512_mullo_epi32(s, scale[ib]));
+            }
+        }
+        const __m512 dw = load_f16x16(w);
+        for (int c = 0; c < NC; ++c) {
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(load_f32(a + NC * QK_K + 4 * c)));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[c]), d, acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
+}
+
+template <size_t... I>
+constexpr std::array<Tile, kPanel> tiles(std::index_sequence<I...>) {
+    return {tile<int(I) + 1>...};
+}
+
+}  // namespace
+
+const Format kFormatIQ4_XS{.act_type = DType::Q8_K,
+                           .block = QK_K,
+                           .extra = kSub,
+                           .prepare = prepare,
+                           .tiles = tiles(std::make_index_sequence<kPanel>())};
+#else
+const Format kFormatIQ4_XS{};
+#endif
+
+}  // namespace loom::cpu::qgemm
