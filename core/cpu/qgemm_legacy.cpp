@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/cpu/qgemm.h"
+#include "core/cpu/qgemm_q8_0_panel.h"
 #include "core/cpu/qgemm_simd.h"
 #include "core/quant/legacy_formats.h"
 #include "loom/fp16.h"
@@ -21,23 +22,9 @@ namespace loom::cpu::qgemm {
 #if LOOM_INTEGER_KERNELS
 namespace {
 
-constexpr int kBlock = quant::kLegacyBlock;
-constexpr size_t kColumnBlock = kBlock + 4 + 4;  // quants, d_a, -offset * sum(a)
-
-template <int kOffset>
-void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *panel) {
-    const auto *blocks = static_cast<const quant::BlockQ8_0 *>(act);
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        std::byte *p = panel + size_t(b) * size_t(w) * kColumnBlock;
-        std::memcpy(p + slot * kBlock, blocks[b].qs, kBlock);
-        const float d = fp16_to_f32(blocks[b].d);
-        int32_t sum = 0;
-        for (int8_t q : blocks[b].qs) sum += q;
-        const int32_t term = -kOffset * sum;
-        std::memcpy(p + w * kBlock + slot * 4, &d, 4);
-        std::memcpy(p + w * (kBlock + 4) + slot * 4, &term, 4);
-    }
-}
+using q8_0_panel::kBlock;
+using q8_0_panel::kColumnBlock;
+using q8_0_panel::prepare;
 
 template <int NC, bool kNibbles>
 void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "core/cpu/qgemm.h"
+#include "core/cpu/qgemm_q8_0_panel.h"
 #include "core/cpu/qgemm_simd.h"
 #include "core/quant/lut4_formats.h"
 #include "loom/fp16.h"
@@ -25,23 +26,10 @@ namespace loom::cpu::qgemm {
 #if LOOM_INTEGER_KERNELS
 namespace {
 
-constexpr int kBlock = quant::kLut4Block;
-constexpr size_t kColumnBlock = kBlock + 4 + 4;  // quants, d_a, -offset * sum(a)
-
-template <int kOffset>
-void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *panel) {
-    const auto *blocks = static_cast<const quant::BlockQ8_0 *>(act);
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        std::byte *p = panel + size_t(b) * size_t(w) * kColumnBlock;
-        std::memcpy(p + slot * kBlock, blocks[b].qs, kBlock);
-        const float d = fp16_to_f32(blocks[b].d);
-        int32_t sum = 0;
-        for (int8_t q : blocks[b].qs) sum += q;
-        const int32_t term = -kOffset * sum;
-        std::memcpy(p + w * kBlock + slot * 4, &d, 4);
-        std::memcpy(p + w * (kBlock + 4) + slot * 4, &term, 4);
-    }
-}
+using q8_0_panel::kBlock;
+using q8_0_panel::kColumnBlock;
+using q8_0_panel::prepare;
+static_assert(quant::kLut4Block == kBlock, "MXFP4 and IQ4_NL blocks are Q8_0 blocks long");
 
 // The table plus kOffset, as unsigned bytes.
 template <int kOffset>

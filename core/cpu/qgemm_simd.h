@@ -7,8 +7,9 @@
 #if LOOM_INTEGER_KERNELS
 #include <immintrin.h>
 // GCC 12's AVX-512 headers start some conversions (vcvtph2ps, vpmovzx) from an "undefined"
-// vector and then warn that it may be used uninitialized; it is not.
+// vector (__Y) and then warn that it is or may be used uninitialized; it is not.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace loom::cpu::qgemm {
 

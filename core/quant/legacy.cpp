@@ -18,15 +18,6 @@ namespace {
 
 constexpr int QK = kLegacyBlock;
 
-template <typename Block>
-const Block *blocks(const void *p) {
-    return static_cast<const Block *>(p);
-}
-template <typename Block>
-Block *blocks(void *p) {
-    return static_cast<Block *>(p);
-}
-
 // The element of largest magnitude with its sign; the first one wins a tie.
 float signed_absmax(const float *x) {
     float amax = 0.0f, max = 0.0f;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/quant/legacy_formats.h"
+#include "core/quant/quant.h"
 #include "loom/fp16.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -17,11 +18,6 @@ namespace {
 
 constexpr int QK = kLegacyBlock;
 constexpr int kLanes = 8;  // ggml's AVX2 accumulator: 8 floats, each fed 4 products per block
-
-template <typename Block>
-const Block *blocks(const void *p) {
-    return static_cast<const Block *>(p);
-}
 
 uint32_t load_qh(const uint8_t *qh) {
     uint32_t bits;

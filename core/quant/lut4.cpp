@@ -16,13 +16,21 @@ namespace {
 
 constexpr int QK = kLut4Block;
 
-template <typename Block>
-const Block *blocks(const void *p) {
-    return static_cast<const Block *>(p);
+// The 32 values of one block's 16 bytes of code pairs (element j in the low nibble of byte j,
+// element j + 16 in the high one), each table value times d.
+void decode_codes(const uint8_t *qs, const int8_t *values, float d, float *out) {
+    for (int j = 0; j < QK / 2; ++j) {
+        out[j] = d * float(values[qs[j] & 0x0f]);
+        out[j + QK / 2] = d * float(values[qs[j] >> 4]);
+    }
 }
-template <typename Block>
-Block *blocks(void *p) {
-    return static_cast<Block *>(p);
+// The integer dot product of one block's codes (as table values) with 32 Q8 quants.
+int dot_codes(const uint8_t *qs, const int8_t *values, const int8_t *q8) {
+    int s = 0;
+    for (int j = 0; j < QK / 2; ++j) {
+        s += int(q8[j]) * values[qs[j] & 0x0f] + int(q8[j + QK / 2]) * values[qs[j] >> 4];
+    }
+    return s;
 }
 
 // The code of the table value nearest to x at scale d; of equally near values the first, so the
@@ -67,11 +75,7 @@ void quantize_mxfp4(const float *x, void *dst, int64_t n) {
 void dequantize_mxfp4(const void *src, float *y, int64_t n) {
     const auto *x = blocks<BlockMXFP4>(src);
     for (int64_t i = 0; i < n / QK; ++i) {
-        const float d = e8m0_half_to_f32(x[i].e);
-        for (int j = 0; j < QK / 2; ++j) {
-            y[i * QK + j] = float(kValuesMxfp4[x[i].qs[j] & 0x0f]) * d;
-            y[i * QK + j + QK / 2] = float(kValuesMxfp4[x[i].qs[j] >> 4]) * d;
-        }
+        decode_codes(x[i].qs, kValuesMxfp4, e8m0_half_to_f32(x[i].e), y + i * QK);
     }
 }
 
@@ -80,11 +84,7 @@ float dot_mxfp4_q8_0_generic(int64_t n, const void *vx, const void *vy) {
     const auto *y = blocks<BlockQ8_0>(vy);
     float sum = 0.0f;
     for (int64_t i = 0; i < n / QK; ++i) {
-        int s = 0;
-        for (int j = 0; j < QK / 2; ++j) {
-            s += int(y[i].qs[j]) * kValuesMxfp4[x[i].qs[j] & 0x0f] +
-                 int(y[i].qs[j + QK / 2]) * kValuesMxfp4[x[i].qs[j] >> 4];
-        }
+        const int s = dot_codes(x[i].qs, kValuesMxfp4, y[i].qs);
         sum += fp16_to_f32(y[i].d) * e8m0_half_to_f32(x[i].e) * float(s);
     }
     return sum;
@@ -216,11 +216,7 @@ void quantize_iq4_xs(const float *x, void *dst, int64_t n) {
 void dequantize_iq4_nl(const void *src, float *y, int64_t n) {
     const auto *x = blocks<BlockIQ4NL>(src);
     for (int64_t i = 0; i < n / QK; ++i) {
-        const float d = fp16_to_f32(x[i].d);
-        for (int j = 0; j < QK / 2; ++j) {
-            y[i * QK + j] = d * float(kValuesIq4nl[x[i].qs[j] & 0x0f]);
-            y[i * QK + j + QK / 2] = d * float(kValuesIq4nl[x[i].qs[j] >> 4]);
-        }
+        decode_codes(x[i].qs, kValuesIq4nl, fp16_to_f32(x[i].d), y + i * QK);
     }
 }
 
@@ -230,12 +226,7 @@ void dequantize_iq4_xs(const void *src, float *y, int64_t n) {
         const float d = fp16_to_f32(x[i].d);
         for (int ib = 0; ib < QK_K / QK; ++ib) {
             const float dl = d * float(iq4xs_scale(x[i], ib));
-            const uint8_t *qs = x[i].qs + ib * (QK / 2);
-            float *out = y + i * QK_K + ib * QK;
-            for (int j = 0; j < QK / 2; ++j) {
-                out[j] = dl * float(kValuesIq4nl[qs[j] & 0x0f]);
-                out[j + QK / 2] = dl * float(kValuesIq4nl[qs[j] >> 4]);
-            }
+            decode_codes(x[i].qs + ib * (QK / 2), kValuesIq4nl, dl, y + i * QK_K + ib * QK);
         }
     }
 }
@@ -245,11 +236,7 @@ float dot_iq4_nl_q8_0_generic(int64_t n, const void *vx, const void *vy) {
     const auto *y = blocks<BlockQ8_0>(vy);
     float sum = 0.0f;
     for (int64_t i = 0; i < n / QK; ++i) {
-        int s = 0;
-        for (int j = 0; j < QK / 2; ++j) {
-            s += int(y[i].qs[j]) * kValuesIq4nl[x[i].qs[j] & 0x0f] +
-                 int(y[i].qs[j + QK / 2]) * kValuesIq4nl[x[i].qs[j] >> 4];
-        }
+        const int s = dot_codes(x[i].qs, kValuesIq4nl, y[i].qs);
         sum += fp16_to_f32(y[i].d) * fp16_to_f32(x[i].d) * float(s);
     }
     return sum;
@@ -262,13 +249,7 @@ float dot_iq4_xs_q8_k_generic(int64_t n, const void *vx, const void *vy) {
     for (int64_t i = 0; i < n / QK_K; ++i) {
         const float d = fp16_to_f32(x[i].d) * y[i].d;
         for (int ib = 0; ib < QK_K / QK; ++ib) {
-            const uint8_t *qs = x[i].qs + ib * (QK / 2);
-            const int8_t *q8 = y[i].qs + ib * QK;
-            int s = 0;
-            for (int j = 0; j < QK / 2; ++j) {
-                s += int(q8[j]) * kValuesIq4nl[qs[j] & 0x0f] +
-                     int(q8[j + QK / 2]) * kValuesIq4nl[qs[j] >> 4];
-            }
+            const int s = dot_codes(x[i].qs + ib * (QK / 2), kValuesIq4nl, y[i].qs + ib * QK);
             sum += d * float(iq4xs_scale(x[i], ib)) * float(s);
         }
     }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/quant/lut4_formats.h"
+#include "core/quant/quant.h"
 #include "loom/fp16.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -16,11 +17,6 @@ namespace {
 
 constexpr int QK = kLut4Block;
 constexpr int kLanes = 8;  // ggml's AVX2 accumulator: 8 floats, each fed 4 products per block
-
-template <typename Block>
-const Block *blocks(const void *p) {
-    return static_cast<const Block *>(p);
-}
 
 float half_to_float(uint16_t h) {
 #if defined(LOOM_LUT4_AVX2) && defined(__F16C__)

@@ -7,6 +7,16 @@
 
 namespace loom::quant {
 
+// A row's bytes seen as its blocks.
+template <typename Block>
+const Block *blocks(const void *p) {
+    return static_cast<const Block *>(p);
+}
+template <typename Block>
+Block *blocks(void *p) {
+    return static_cast<Block *>(p);
+}
+
 using TraitsTable = std::array<DTypeTraits, kDTypeCount>;
 
 void fill_legacy_traits(TraitsTable &table);  // legacy.cpp: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1

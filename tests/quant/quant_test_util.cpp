@@ -37,6 +37,11 @@ double normalized_rmse(const std::vector<float> &x, const std::vector<float> &y)
     return std::sqrt(err / ref);
 }
 
+double round_trip_nrmse(DType type) {
+    const std::vector<float> x = random_row(32 * 512, 7);
+    return normalized_rmse(x, dequantize(type, quantize(type, x), 32 * 512));
+}
+
 Tensor *random_f32(Context &ctx, std::initializer_list<int64_t> ne, uint32_t seed) {
     Tensor *b = ctx.new_tensor(DType::F32, ne);
     const std::vector<float> x = random_row(b->nelements(), seed);
