@@ -133,8 +133,9 @@ constexpr const char *kArchitectures[] = {
     "llama",     "qwen2",   "qwen3", "gpt2", "deepseek2", "qwen2moe", "qwen3moe", "granite",
     "command-r", "cohere2", "olmo2", "phi3", "gemma2",    "gemma3",   "gpt-oss",  "bogus"};
 constexpr const char *kTokenizerModels[] = {"llama", "gpt2", "bert", "none", "t5", ""};
-constexpr DType kTensorTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
-                                  DType::Q4_0, DType::Q4_K, DType::Q6_K, DType::I32};
+constexpr DType kTensorTypes[] = {DType::F32,   DType::F16,    DType::BF16,  DType::Q8_0,
+                                  DType::Q4_0,  DType::Q4_K,   DType::Q6_K,  DType::I32,
+                                  DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
 
 struct Tensor {
     std::string name;
