@@ -44,6 +44,23 @@ head -1 "$tmp/out.md" | grep -Eq '^\| model +\| +size \| +params \| backend \| t
 [ "$(grep -c '| *pp16 |' "$tmp/out.md")" -eq 2 ] || fail "markdown rows: $(cat "$tmp/out.md")"
 grep -Eq '\| +[0-9.]+ ± [0-9.]+ \|$' "$tmp/out.md" || fail "t/s column: $(cat "$tmp/out.md")"
 
+# -d: each sample starts with that many tokens in the cache; the cache is sized for them.
+"$loom" bench -m "$tmp/tiny.gguf" -p 16 -n 4 -d 0,100 -r 1 -o jsonl >"$tmp/depth.jsonl" \
+    2>"$tmp/depth.err"
+python3 - "$tmp/depth.jsonl" <<'PY' || fail "depth: $(cat "$tmp/depth.jsonl")"
+import json, sys
+entries = [json.loads(l) for l in open(sys.argv[1])]
+got = sorted((e["n_depth"], e["n_prompt"], e["n_gen"]) for e in entries)
+assert got == [(0, 0, 4), (0, 16, 0), (100, 0, 4), (100, 16, 0)], got
+PY
+grep -Eq 'KV cache of tg4 @ d100: [0-9.]+ MiB: (10[4-9]|1[1-9][0-9]|[2-9][0-9][0-9]) cells' \
+    "$tmp/depth.err" || fail "depth cache: $(cat "$tmp/depth.err")"
+"$loom" bench -m "$tmp/tiny.gguf" -p 16 -n 0 -d 50 -r 1 2>/dev/null | grep -q '| *pp16 @ d50 |' ||
+    fail "depth test name"
+rc=0
+"$loom" bench -m "$tmp/tiny.gguf" -d -5 -r 1 >/dev/null 2>"$tmp/err" || rc=$?
+[ "$rc" -ne 0 ] && grep -q 'depth' "$tmp/err" || fail "negative depth: $(cat "$tmp/err")"
+
 "$loom" bench -m "$tmp/tiny.gguf" -p 16 -n 0 -r 1 -o csv >"$tmp/out.csv" 2>/dev/null
 head -1 "$tmp/out.csv" | grep -q '^build_commit,build_number,cpu_info,' || fail "csv header"
 [ "$(wc -l <"$tmp/out.csv")" -eq 2 ] || fail "csv rows"

@@ -33,6 +33,7 @@ struct BenchOptions {
     std::vector<int> n_prompt{512};
     std::vector<int> n_gen{128};
     std::vector<std::string> pg;  // "pp,tg" pairs
+    std::vector<int> n_depth{0};
     std::vector<int> threads;
     std::vector<int> n_batch{2048};
     std::vector<int> n_ubatch{512};
@@ -50,6 +51,7 @@ struct Instance {
     bool flash_attn;
     std::string kv_type;
     int n_prompt, n_gen;
+    int n_depth;  // tokens decoded (untimed) before each sample, as llama-bench's -d
 };
 
 using Clock = std::chrono::steady_clock;
@@ -89,7 +91,7 @@ class Runner {
   public:
     Runner(const engine::Model &model, const Instance &inst, uint32_t seed)
         : model_(model), rng_(seed) {
-        const int64_t needed = std::max(1, inst.n_prompt + inst.n_gen);
+        const int64_t needed = std::max(1, inst.n_depth + inst.n_prompt + inst.n_gen);
         ctx_ = std::make_unique<engine::Context>(
             model,
             engine::ContextOptions{.n_ctx = engine::whole_windows(needed),
@@ -100,16 +102,22 @@ class Runner {
                                    .kv_type = inst.kv_type == "f32" ? DType::F32 : DType::F16});
     }
 
-    // One run from an empty cache: n_prompt tokens in batches, then n_gen one at a time.
-    double run_ns(int n_prompt, int n_gen) {
+    // One run from an empty cache: n_depth tokens in batches, untimed, then the timed test:
+    // n_prompt tokens in batches, then n_gen one at a time.
+    double run_ns(int n_depth, int n_prompt, int n_gen) {
         ctx_->memory().clear();
         pos_ = 0;
+        if (n_depth > 0) prompt(n_depth);
+        backend().set_profiling(profile_);
         const auto start = Clock::now();
         if (n_prompt > 0) prompt(n_prompt);
         for (int i = 0; i < n_gen; ++i) decode({next_token()});
-        return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+        const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+        backend().set_profiling(false);
+        return ns;
     }
     CpuBackend &backend() { return ctx_->backend(); }
+    void set_profile(bool on) { profile_ = on; }
     // "12.50 MiB: 640 cells x 13 layers + 544 cells x 13 layers (window 512)": the KV caches.
     std::string memory_summary() const {
         const engine::Memory &m = ctx_->memory();
@@ -152,6 +160,7 @@ class Runner {
     std::mt19937_64 rng_;
     std::unique_ptr<engine::Context> ctx_;
     engine::Pos pos_ = 0;
+    bool profile_ = false;  // time each node of the timed part of every run (--profile)
 };
 
 // --profile: per kind of node, its share of the test's compute time, per run.
@@ -159,8 +168,9 @@ void print_profile(const std::vector<CpuBackend::OpTime> &profile, const Instanc
     double total = 0.0;
     for (const auto &t : profile) total += t.seconds;
     fmt::print(stderr,
-               "profile of pp{} tg{}, {} thread(s), per run ({:.2f} ms of graph compute):\n",
-               inst.n_prompt, inst.n_gen, inst.n_threads, 1e3 * total / runs);
+               "profile of pp{} tg{} at depth {}, {} thread(s), per run ({:.2f} ms of graph "
+               "compute):\n",
+               inst.n_prompt, inst.n_gen, inst.n_depth, inst.n_threads, 1e3 * total / runs);
     fmt::print(stderr, "  {:<16} {:>8} {:>8} {:>10} {:>7} {:>10}\n", "node", "count", "steps", "ms",
                "share", "wait ms");
     for (const auto &t : profile) {
@@ -200,13 +210,17 @@ std::vector<Instance> instances(const BenchOptions &o) {
             for (const int ub : o.n_ubatch)
                 for (const int fa : o.flash_attn)
                     for (const std::string &kv : o.kv_type)
-                        for (const auto &[p, n] : tests)
-                            out.push_back({t, b, std::min(ub, b), fa != 0, kv, p, n});
+                        for (const int d : o.n_depth)
+                            for (const auto &[p, n] : tests)
+                                out.push_back({t, b, std::min(ub, b), fa != 0, kv, p, n, d});
     return out;
 }
 
 void run_bench(const BenchOptions &o, const BenchColumns &columns) {
     if (o.repetitions < 1) fail("bench", "-r {}: at least one repetition", o.repetitions);
+    for (const int d : o.n_depth) {
+        if (d < 0) fail("bench", "-d {}: a depth is a count of tokens, 0 or more", d);
+    }
     for (const std::string &kv : o.kv_type) {
         if (kv != "f16" && kv != "f32") fail("bench", "--kv-type {}: f16 or f32", kv);
     }
@@ -220,7 +234,7 @@ void run_bench(const BenchOptions &o, const BenchColumns &columns) {
         const auto model = engine::Model::load(path);
         for (const Instance &inst : instances(o)) {
             Runner runner(*model, inst, 1234);
-            if (o.warmup) runner.run_ns(std::min(inst.n_prompt, 32), inst.n_gen > 0 ? 1 : 0);
+            if (o.warmup) runner.run_ns(0, std::min(inst.n_prompt, 32), inst.n_gen > 0 ? 1 : 0);
             BenchResult r{.model_filename = std::filesystem::path(path).filename().string(),
                           .model_type = model->description(),
                           .model_size = model->size_bytes(),
@@ -232,14 +246,15 @@ void run_bench(const BenchOptions &o, const BenchColumns &columns) {
                           .flash_attn = inst.flash_attn,
                           .n_prompt = inst.n_prompt,
                           .n_gen = inst.n_gen,
+                          .n_depth = inst.n_depth,
                           .test_time = now_iso8601(),
                           .samples_ns = {}};
-            runner.backend().set_profiling(o.profile);
+            runner.set_profile(o.profile);  // after the warm-up
             for (int i = 0; i < o.repetitions; ++i) {
-                r.samples_ns.push_back(runner.run_ns(inst.n_prompt, inst.n_gen));
+                r.samples_ns.push_back(runner.run_ns(inst.n_depth, inst.n_prompt, inst.n_gen));
             }
             if (o.profile) print_profile(runner.backend().take_profile(), inst, o.repetitions);
-            fmt::print(stderr, "loom bench: KV cache of pp{} tg{}: {}\n", inst.n_prompt, inst.n_gen,
+            fmt::print(stderr, "loom bench: KV cache of {}: {}\n", r.test_name(),
                        runner.memory_summary());
             if (o.output == "md") fmt::print("{}", bench_markdown_row(r, columns));
             if (o.output == "csv" && first_row) fmt::print("{}", bench_csv_header(r, env));
@@ -266,6 +281,11 @@ void add_bench_command(CLI::App &app, int &exit_code) {
         ->delimiter(',')
         ->capture_default_str();
     command->add_option("-n,--n-gen", o->n_gen, "generation lengths (tg tests)")
+        ->delimiter(',')
+        ->capture_default_str();
+    command
+        ->add_option("-d,--n-depth", o->n_depth,
+                     "context depths: tokens in the cache before each test starts")
         ->delimiter(',')
         ->capture_default_str();
     command->add_option("--pg", o->pg, "prompt,generation pairs, e.g. 512,128 (pg tests)");

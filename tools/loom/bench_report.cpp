@@ -54,7 +54,7 @@ nlohmann::ordered_json to_json(const BenchResult &r, const BenchEnvironment &env
             {"embeddings", false},
             {"n_prompt", r.n_prompt},
             {"n_gen", r.n_gen},
-            {"n_depth", 0},
+            {"n_depth", r.n_depth},
             {"test_time", r.test_time},
             {"avg_ns", uint64_t(std::llround(r.avg_ns()))},
             {"stddev_ns", uint64_t(std::llround(r.stddev_ns()))},
@@ -87,9 +87,10 @@ double BenchResult::stddev_ts() const {
 }
 
 std::string BenchResult::test_name() const {
-    if (n_gen == 0) return fmt::format("pp{}", n_prompt);
-    if (n_prompt == 0) return fmt::format("tg{}", n_gen);
-    return fmt::format("pp{}+tg{}", n_prompt, n_gen);
+    const std::string depth = n_depth > 0 ? fmt::format(" @ d{}", n_depth) : "";
+    if (n_gen == 0) return fmt::format("pp{}{}", n_prompt, depth);
+    if (n_prompt == 0) return fmt::format("tg{}{}", n_gen, depth);
+    return fmt::format("pp{}+tg{}{}", n_prompt, n_gen, depth);
 }
 
 std::string bench_markdown_header(const BenchColumns &c) {

@@ -15,6 +15,7 @@ struct BenchResult {
     std::string type_k;
     bool flash_attn = false;
     int n_prompt = 0, n_gen = 0;
+    int n_depth = 0;                 // tokens already in the cache when each sample starts
     std::string test_time;           // ISO 8601, UTC
     std::vector<double> samples_ns;  // one per repetition
 
@@ -23,7 +24,7 @@ struct BenchResult {
     std::vector<double> samples_ts() const;  // tokens per second of each sample
     double avg_ts() const;
     double stddev_ts() const;
-    std::string test_name() const;  // "pp512", "tg128", "pp512+tg128"
+    std::string test_name() const;  // "pp512", "tg128", "pp512+tg128", "tg128 @ d4096"
 };
 
 // The machine, printed once per result in the machine-readable formats.
