@@ -9,19 +9,35 @@
 namespace loom::cpu {
 namespace {
 
-// Spin briefly (a barrier between nodes is usually reached within microseconds), then give the
-// core away so an oversubscribed machine still makes progress.
-template <typename Done>
-void spin_until(Done done) {
-    for (int spins = 0; !done(); ++spins) {
-        if (spins < 4096) {
+// Pauses a waiter spins through before it sleeps: ~50-100 us on the cores here, far longer
+// than a barrier between nodes takes when every thread has a core of its own (microseconds).
+constexpr int kSpinsBeforeSleep = 2048;
+
+// Waits until `value` differs from `old`: spinning briefly, then asleep in the kernel (a futex)
+// until the thread that changes it wakes the sleepers. When the machine is oversubscribed (more
+// runnable threads than cores), the thread everyone waits for may have no core at all: a waiter
+// that kept spinning, or yielding (which the Linux scheduler mostly ignores), would hold the
+// core it needs. `sleepers` counts the waiters that may be asleep, so that a change wakes them
+// with a system call only when there are any.
+template <typename T>
+void wait_for_change(const std::atomic<T> &value, T old, std::atomic<int> &sleepers) {
+    for (int spins = 0; spins < kSpinsBeforeSleep; ++spins) {
+        if (value.load(std::memory_order_acquire) != old) return;
 #if defined(__x86_64__)
-            _mm_pause();
+        _mm_pause();
 #endif
-        } else {
-            std::this_thread::yield();
-        }
     }
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    // seq_cst against the changer's store then load of `sleepers`: either this load sees the new
+    // value, or the changer sees this sleeper and wakes it (wait() rechecks in the kernel).
+    while (value.load(std::memory_order_seq_cst) == old) value.wait(old, std::memory_order_acquire);
+    sleepers.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// Wakes the waiters asleep on `value`, after a seq_cst change to it.
+template <typename T>
+void wake_sleepers(std::atomic<T> &value, std::atomic<int> &sleepers) {
+    if (sleepers.load(std::memory_order_seq_cst) > 0) value.notify_all();
 }
 
 // How long a worker that finished a run polls for the next one before it sleeps on the condition
@@ -58,7 +74,10 @@ void ThreadPool::run(const std::function<void(int)> &task) {
     }
     wake_.notify_all();
     task(0);
-    spin_until([&] { return running_.load(std::memory_order_acquire) == 0; });
+    for (int left = running_.load(std::memory_order_acquire); left != 0;
+         left = running_.load(std::memory_order_acquire)) {
+        wait_for_change(running_, left, sleepers_);
+    }
 }
 
 void ThreadPool::worker_loop(int ith) {
@@ -80,7 +99,8 @@ void ThreadPool::worker_loop(int ith) {
             task = task_;
         }
         (*task)(ith);
-        running_.fetch_sub(1, std::memory_order_acq_rel);
+        running_.fetch_sub(1, std::memory_order_seq_cst);
+        wake_sleepers(running_, sleepers_);
     }
 }
 
@@ -89,10 +109,11 @@ void ThreadPool::barrier() {
     const uint64_t phase = barrier_phase_.load(std::memory_order_acquire);
     if (barrier_arrived_.fetch_add(1, std::memory_order_acq_rel) == n_threads_ - 1) {
         barrier_arrived_.store(0, std::memory_order_relaxed);
-        barrier_phase_.fetch_add(1, std::memory_order_release);
+        barrier_phase_.fetch_add(1, std::memory_order_seq_cst);
+        wake_sleepers(barrier_phase_, sleepers_);
         return;
     }
-    spin_until([&] { return barrier_phase_.load(std::memory_order_acquire) != phase; });
+    wait_for_change(barrier_phase_, phase, sleepers_);
 }
 
 }  // namespace loom::cpu

@@ -41,6 +41,7 @@ class ThreadPool {
 
     std::atomic<int> barrier_arrived_{0};
     std::atomic<uint64_t> barrier_phase_{0};
+    std::atomic<int> sleepers_{0};  // threads asleep (or about to be) on running_ or barrier_phase_
 };
 
 }  // namespace loom::cpu
