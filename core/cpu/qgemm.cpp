@@ -134,6 +134,8 @@ const Format *format(DType type) {
             return &kFormatQ8_0;
         case DType::Q4_K:
             return &kFormatQ4_K;
+        case DType::Q5_K:
+            return &kFormatQ5_K;
         case DType::Q6_K:
             return &kFormatQ6_K;
         case DType::MXFP4:

@@ -1,14 +1,17 @@
-// Tiles for repacked Q4_K and Q6_K weights against Q8_K columns (core/cpu/qgemm.h).
+// Tiles for repacked Q4_K, Q5_K and Q6_K weights against Q8_K columns (core/cpu/qgemm.h).
 //
 // Group blocks (16 rows, one 256-element super-block each) keep the fields of the file's block
 // side by side for the 16 rows (core/cpu/repack.h):
 //   Q4_K: d[16] F16 | dmin[16] F16 | 12 scale bytes x 16 rows | 32 quant units x 64 bytes
 //         unit 8c + t: elements 64c + 4t.. in the low nibbles, 64c + 32 + 4t.. in the high ones
+//   Q5_K: as Q4_K, with 8 qh units x 64 bytes before the quants: unit t, bit j holds the fifth
+//         bit of element 4t.. of sub-block j (the elements of quant units 8(j/2) + t)
 //   Q6_K: ql 32 units x 64 | qh 16 units x 64 | 16 scales x 16 rows (int8) | d[16] F16
 // Each sub-block's integer sum is multiplied by its scale in integers (VPMULLD), so a lane's
 // sum over the super-block is exact; the F16 scales enter once per super-block (Q6_K: once per
 // lane of ggml's AVX2 kernel, see tile_q6k).
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "core/cpu/qgemm.h"
@@ -91,10 +94,14 @@ inline Q4KScales unpack_q4k_scales(const std::byte *bytes) {
     return out;
 }
 
-template <int NC>
+// Q4_K, and Q5_K (kFifthBit): the same sums, the levels 0..31 instead of 0..15.
+template <bool kFifthBit, int NC>
 void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
-    constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ4K);
-    constexpr size_t kScales = 4 * kRepackRows, kQuants = 16 * kRepackRows;
+    using Block = std::conditional_t<kFifthBit, quant::BlockQ5K, quant::BlockQ4K>;
+    constexpr size_t kGroupBlock = kRepackRows * sizeof(Block);
+    constexpr size_t kScales = 4 * kRepackRows, kHigh = 16 * kRepackRows;
+    constexpr size_t kQuants = (kFifthBit ? 48 : 16) * kRepackRows;
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
     const size_t col = column_block<kQ4KExtra>();
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512 acc[NC];
@@ -104,6 +111,10 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * col;
         const Q4KScales scales = unpack_q4k_scales(w + kScales);
+        __m512i high[8];
+        if constexpr (kFifthBit) {
+            for (int t = 0; t < 8; ++t) high[t] = load512(w + kHigh + size_t(t) * 64);
+        }
         __m512i sumi[NC];
         for (int c = 0; c < NC; ++c) sumi[c] = _mm512_setzero_si512();
 #pragma GCC unroll 8
@@ -114,6 +125,13 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
             for (int t = 0; t < 8; ++t) {
                 const __m512i v = load512(w + kQuants + size_t(8 * (j / 2) + t) * 64);
                 q[t] = _mm512_and_si512(j % 2 == 0 ? v : _mm512_srli_epi16(v, 4), low4);
+                if constexpr (kFifthBit) {
+                    // Bit j of each qh byte to bit 4 (16-bit shifts: bit 4 of a byte comes from
+                    // the same byte for shifts of at most 4 either way).
+                    const __m512i h = j <= 4 ? _mm512_slli_epi16(high[t], 4 - j)
+                                             : _mm512_srli_epi16(high[t], j - 4);
+                    q[t] = _mm512_or_si512(q[t], _mm512_and_si512(h, bit4));
+                }
             }
 #pragma GCC unroll 12
             for (int c = 0; c < NC; ++c) {
@@ -260,9 +278,9 @@ void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
     }
 }
 
-template <size_t... I>
+template <bool kFifthBit, size_t... I>
 constexpr std::array<Tile, kPanel> q4k_tiles(std::index_sequence<I...>) {
-    return {tile_q4k<int(I) + 1>...};
+    return {tile_q4k<kFifthBit, int(I) + 1>...};
 }
 template <size_t... I>
 constexpr std::array<Tile, kPanel> q6k_tiles(std::index_sequence<I...>) {
@@ -276,14 +294,19 @@ const Format kFormatQ4_K{.act_type = DType::Q8_K,
                          .block = QK_K,
                          .extra = kQ4KExtra,
                          .prepare = prepare<kQ4KExtra>,
-                         .tiles = q4k_tiles(kPanelWidths)};
+                         .tiles = q4k_tiles<false>(kPanelWidths)};
+const Format kFormatQ5_K{.act_type = DType::Q8_K,
+                         .block = QK_K,
+                         .extra = kQ4KExtra,
+                         .prepare = prepare<kQ4KExtra>,
+                         .tiles = q4k_tiles<true>(kPanelWidths)};
 const Format kFormatQ6_K{.act_type = DType::Q8_K,
                          .block = QK_K,
                          .extra = kQ6KExtra,
                          .prepare = prepare<kQ6KExtra>,
                          .tiles = q6k_tiles(kPanelWidths)};
 #else
-const Format kFormatQ4_K{}, kFormatQ6_K{};
+const Format kFormatQ4_K{}, kFormatQ5_K{}, kFormatQ6_K{};
 #endif
 
 }  // namespace loom::cpu::qgemm

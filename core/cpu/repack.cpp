@@ -21,7 +21,7 @@ struct Field {
 
 struct Layout {
     int n_fields = 0;
-    std::array<Field, 4> fields{};
+    std::array<Field, 5> fields{};
 };
 
 // The fields of each block struct (core/quant/legacy_formats.h, k_blocks.h, lut4_formats.h).
@@ -31,6 +31,7 @@ constexpr std::array<Layout, kDTypeCount> kLayouts = [] {
     // 128 + q: the unsigned side of VPDPBUSD; the kernel subtracts 128 * sum(activations).
     t[size_t(DType::Q8_0)] = {2, {{{0, 2, 2}, {2, 32, 4, 0x80}}}};
     t[size_t(DType::Q4_K)] = {4, {{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}}};
+    t[size_t(DType::Q5_K)] = {5, {{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 32, 4}, {48, 128, 4}}}};
     t[size_t(DType::Q6_K)] = {4, {{{0, 128, 4}, {128, 64, 4}, {192, 16, 1}, {208, 2, 2}}}};
     t[size_t(DType::MXFP4)] = {2, {{{0, 1, 1}, {1, 16, 4}}}};
     t[size_t(DType::IQ4_NL)] = {2, {{{0, 2, 2}, {2, 16, 4}}}};

@@ -34,7 +34,7 @@ namespace loom::cpu {
 inline constexpr int64_t kRepackRows = 16;
 
 // True when this build has the integer kernels (AVX-512 VNNI) and `type` has a repacked layout:
-// Q4_0, Q8_0, Q4_K, Q6_K, MXFP4, IQ4_NL, IQ4_XS, F16, BF16.
+// Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4, IQ4_NL, IQ4_XS, F16, BF16.
 bool has_repacked_layout(DType type);
 
 // True when t can be stored repacked: a type with a layout, contiguous, rows a multiple of 16.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "core/cpu/repack.h"
 #include "core/quant/k_blocks.h"
@@ -26,8 +27,8 @@ using quant_test::random_f32;
 using quant_test::random_row;
 using quant_test::run_graph;
 
-const DType kRepackedTypes[] = {DType::Q4_0,  DType::Q8_0,   DType::Q4_K,  DType::Q6_K,
-                                DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
+const DType kRepackedTypes[] = {DType::Q4_0, DType::Q8_0,  DType::Q4_K,   DType::Q5_K,
+                                DType::Q6_K, DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
 
 // Weights [K, rows, n_mat] of `type` (random N(0, 1) values quantized) stored in a repack buffer.
 struct RepackedWeights {
@@ -127,11 +128,15 @@ float iq4xs_expected(const std::byte *row, const std::byte *column, int64_t K) {
     return acc;
 }
 
+// Q4_K and Q5_K (`Block`): per super-block the exact integer sums of levels times scales and of
+// mins times activation sums, then one fma each.
+template <typename Block>
 float q4k_expected(const std::byte *row, const std::byte *column, int64_t K) {
+    constexpr bool kFifthBit = std::is_same_v<Block, quant::BlockQ5K>;
     const auto *y = reinterpret_cast<const quant::BlockQ8K *>(column);
     float acc = 0.0f;
     for (int64_t b = 0; b < K / 256; ++b) {
-        const auto &x = reinterpret_cast<const quant::BlockQ4K *>(row)[b];
+        const auto &x = reinterpret_cast<const Block *>(row)[b];
         int32_t sumi = 0, summ = 0;
         for (int j = 0; j < 8; ++j) {
             const uint8_t *s = x.scales;
@@ -140,7 +145,9 @@ float q4k_expected(const std::byte *row, const std::byte *column, int64_t K) {
             int32_t isum = 0;
             for (int l = 0; l < 32; ++l) {
                 const uint8_t byte = x.qs[32 * (j / 2) + l];
-                isum += (j % 2 == 0 ? byte & 0x0F : byte >> 4) * y[b].qs[32 * j + l];
+                int level = j % 2 == 0 ? byte & 0x0F : byte >> 4;
+                if constexpr (kFifthBit) level |= ((x.qh[l] >> j) & 1) << 4;
+                isum += level * y[b].qs[32 * j + l];
             }
             sumi += sc * isum;
             summ += mn * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
@@ -181,7 +188,8 @@ float q6k_expected(const std::byte *row, const std::byte *column, int64_t K) {
 
 float expected_element(DType type, const std::byte *row, const float *x, int64_t K) {
     const std::vector<std::byte> column = quantize_column(type, x, K);
-    if (type == DType::Q4_K) return q4k_expected(row, column.data(), K);
+    if (type == DType::Q4_K) return q4k_expected<quant::BlockQ4K>(row, column.data(), K);
+    if (type == DType::Q5_K) return q4k_expected<quant::BlockQ5K>(row, column.data(), K);
     if (type == DType::Q6_K) return q6k_expected(row, column.data(), K);
     if (type == DType::MXFP4 || type == DType::IQ4_NL)
         return lut4_expected(type, row, column.data(), K);
