@@ -5,12 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <exception>
 #include <mutex>
 #include <thread>
 
+#include "engine/model/parallel_tasks.h"
 #include "loom/cpu.h"
 #include "loom/error.h"
 
@@ -62,32 +61,6 @@ class LoadProgress {
     std::mutex mutex_;
 };
 
-// Runs task(i) for i in [0, n) on one worker per core, each taking the next index; the first
-// exception a task throws is rethrown here once all have stopped.
-template <typename Task>
-void run_on_all_cores(size_t n, const Task &task) {
-    const size_t n_workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, n);
-    std::atomic<size_t> next{0};
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    auto work = [&] {
-        for (size_t i = next++; i < n; i = next++) {
-            try {
-                task(i);
-            } catch (...) {
-                std::lock_guard lock(error_mutex);
-                if (!error) error = std::current_exception();
-                next = n;
-            }
-        }
-    };
-    std::vector<std::thread> workers;
-    for (size_t w = 1; w < n_workers; ++w) workers.emplace_back(work);
-    work();
-    for (std::thread &t : workers) t.join();
-    if (error) std::rethrow_exception(error);
-}
-
 // Moves the matrices of matrix products out of the file's mapping into one buffer of
 // cpu_repack_buffer_type(): the block formats the integer kernels use are repacked there, the
 // others copied as they are, so that every weight streamed per token lies in anonymous memory
@@ -126,7 +99,7 @@ std::unique_ptr<Buffer> repack_matrices(const WeightLoader &loader, const std::s
         return a.tensor->nbytes() > b.tensor->nbytes();
     });
     LoadProgress shown(progress && total > kProgressBytes, total);
-    run_on_all_cores(moves.size(), [&](size_t i) {
+    run_tasks(moves.size(), std::thread::hardware_concurrency(), [&](size_t i) {
         const Move &m = moves[i];
         buffer->set_tensor(m.tensor, m.source, 0, m.tensor->nbytes());
         release_mapped_pages(m.source, m.tensor->nbytes());

@@ -1,10 +1,9 @@
 #include "engine/quantize/convert_rows.h"
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 #include <vector>
 
+#include "engine/model/parallel_tasks.h"
 #include "loom/error.h"
 
 namespace loom::engine {
@@ -25,27 +24,19 @@ void convert_rows(DType from, const void *src, DType to, void *dst, int64_t ne0,
     const size_t out_row = row_size(to, ne0);
     const int64_t chunk_rows = std::max<int64_t>(1, kMinChunkElements / ne0);
     const int64_t n_chunks = (n_rows + chunk_rows - 1) / chunk_rows;
-    std::atomic<int64_t> next_chunk{0};
-
-    auto work = [&] {
+    run_tasks(size_t(n_chunks), size_t(std::max(n_threads, 1)), [&](size_t c) {
         std::vector<float> row(from == DType::F32 ? 0 : size_t(ne0));
-        for (int64_t c = next_chunk++; c < n_chunks; c = next_chunk++) {
-            const int64_t end = std::min(n_rows, (c + 1) * chunk_rows);
-            for (int64_t r = c * chunk_rows; r < end; ++r) {
-                const auto *src_row = static_cast<const char *>(src) + r * in_row;
-                const float *values = reinterpret_cast<const float *>(src_row);
-                if (from != DType::F32) {
-                    in.to_float(src_row, row.data(), ne0);
-                    values = row.data();
-                }
-                out.from_float(values, static_cast<char *>(dst) + r * out_row, ne0);
+        const int64_t end = std::min(n_rows, int64_t(c + 1) * chunk_rows);
+        for (int64_t r = int64_t(c) * chunk_rows; r < end; ++r) {
+            const auto *src_row = static_cast<const char *>(src) + r * in_row;
+            const float *values = reinterpret_cast<const float *>(src_row);
+            if (from != DType::F32) {
+                in.to_float(src_row, row.data(), ne0);
+                values = row.data();
             }
+            out.from_float(values, static_cast<char *>(dst) + r * out_row, ne0);
         }
-    };
-    const int64_t n_workers = std::clamp<int64_t>(n_threads, 1, n_chunks);
-    std::vector<std::jthread> helpers;
-    for (int64_t i = 1; i < n_workers; ++i) helpers.emplace_back(work);
-    work();
+    });
 }
 
 }  // namespace loom::engine
