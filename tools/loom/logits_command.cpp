@@ -1,8 +1,9 @@
 // `loom logits -m MODEL --tokens 1,2,3 [--all] --out FILE [--batched --tokens 4,5 ...]`: evaluates
 // token sequences and writes their logits as raw little-endian float32 [n_rows][n_vocab]: every
 // position with --all, else the last, sequence after sequence. With --batched, each --tokens is a
-// sequence of its own (ids 0, 1, ...), all decoded in one batch. --dump-tensors DIR also writes
-// every named F32 node of the graph, to compare intermediate results with another engine's.
+// sequence of its own (ids 0, 1, ..., each in a KV stream of its own), all decoded in one batch.
+// --dump-tensors DIR also writes every named F32 node of the graph, to compare intermediate
+// results with another engine's.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -111,6 +112,11 @@ void write_logits(const LogitsOptions &options) {
     context.n_ctx = engine::whole_windows(batch.size());
     context.n_batch = batch.size();
     context.n_seq_max = int(sequences.size());
+    // A KV stream per sequence, as loom serve's slots have: each sequence's cells then start at
+    // 0 as when it is alone. In one shared stream a sequence's cells sit after the others', and
+    // the softmax sums its row a vector at a time (as ggml does), so where the cells fall among
+    // the vector lanes changes the rounding of its probabilities.
+    context.kv_unified = false;
     engine::Context ctx(*model, context);
     if (!options.dump_dir.empty()) ctx.set_eval_callback(tensor_dumper(options.dump_dir));
     ctx.decode(batch);
