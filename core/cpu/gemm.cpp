@@ -142,7 +142,7 @@ void narrow_rows(const std::byte *a, size_t nb1, int64_t rows, int64_t K, const 
 // Grouped weights (Job::a_grouped): element k of a group's 16 rows is one load, so g groups'
 // outputs advance with one load and NX FMAs per k, each group on its own chains (two groups keep
 // two chains in flight). The sums are narrow_rows' bit for bit: k order, restarted every KC.
-static_assert(!LOOM_INTEGER_KERNELS || VL == kRepackRows, "a group is one vector of rows");
+static_assert(!LOOM_VNNI512_KERNELS || VL == kRepackRows, "a group is one vector of rows");
 
 template <typename W, int G, int NX>
 void narrow_groups(const std::byte *a, size_t group_bytes, int64_t K, const float *const *x,

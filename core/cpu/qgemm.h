@@ -1,6 +1,7 @@
 #pragma once
 // Matrix products over repacked block-format weights (core/cpu/repack.h) with integer dot
-// products (AVX-512 VNNI): the path mul_mat and mul_mat_id take when their weights are repacked.
+// products (AVX-512 VNNI, AVX-512BW or AVX2: core/cpu/qgemm_simd.h): the path mul_mat and
+// mul_mat_id take when their weights are repacked.
 //
 // Phase 1: the node's columns are quantized once, split across threads, into shared scratch, as
 // llama.cpp quantizes them (Q8_0 for Q4_0 / Q8_0 / MXFP4 / IQ4_NL weights, Q8_K for the K-quants
@@ -23,7 +24,7 @@
 namespace loom::cpu::qgemm {
 
 inline constexpr int kPanel = 12;      // columns per panel: the widest tile
-inline constexpr int kGroupRows = 16;  // rows per tile: one 512-bit vector of int32 lanes
+inline constexpr int kGroupRows = 16;  // rows per tile: 16 int32 lanes (qgemm_simd.h Ints)
 
 // A panel of width w stores, per block b of the columns, at b * w * column_block_bytes():
 //   [w][block] int8 quants | [w] float scales d_a | [w][extra] int32 per-format terms

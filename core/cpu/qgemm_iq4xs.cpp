@@ -20,7 +20,7 @@
 
 namespace loom::cpu::qgemm {
 
-#if LOOM_INTEGER_KERNELS
+#if LOOM_VNNI512_KERNELS
 namespace {
 
 using quant::QK_K;

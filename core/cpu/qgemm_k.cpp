@@ -28,8 +28,8 @@ using quant::QK_K;
 // Q4_K columns: per block, 4 int32 terms, each two 32-element sums of the quants (int16 pairs)
 // that VPDPWSSD multiplies with the rows' 6-bit mins.
 constexpr int kQ4KExtra = 4;
-// Q6_K columns: per block, the sum of each 16 quants, for the -32 offset of Q6_K's levels
-// (lane m starts at -32 * the scaled sums of sub-blocks 2m and 2m + 1).
+// Q6_K columns: per block, the sum of each 16 quants (as int16, zero above), for the -32 offset
+// of Q6_K's levels (lane m starts at -32 * the scaled sums of sub-blocks 2m and 2m + 1).
 constexpr int kQ6KExtra = 16;
 
 template <int kExtra>
@@ -52,7 +52,7 @@ void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *pane
                 const int32_t hi = y.bsums[4 * i + 2] + y.bsums[4 * i + 3];
                 terms[i] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
             } else {
-                terms[i] = y.bsums[i];
+                terms[i] = int32_t(uint16_t(y.bsums[i]));  // the low half: see tile_q6k
             }
         }
         std::memcpy(p + w * (QK_K + 4) + slot * 4 * kExtra, terms, sizeof terms);
@@ -62,8 +62,8 @@ void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *pane
 // The 16 rows' 6-bit scales (as int32 lanes) and mins (as int16 pairs of sub-blocks 2i, 2i+1)
 // of one Q4_K group block, from its 12 scale bytes per row (ggml's get_scale_min_k4 packing).
 struct Q4KScales {
-    __m512i scale[8];
-    __m512i min_pairs[4];
+    Scale16 scale[8];
+    Ints min_pairs[4];
 };
 
 inline Q4KScales unpack_q4k_scales(const std::byte *bytes) {
@@ -85,11 +85,10 @@ inline Q4KScales unpack_q4k_scales(const std::byte *bytes) {
                              _mm_and_si128(_mm_srli_epi16(s[j], 2), top2));
     }
     Q4KScales out;
-    for (int j = 0; j < 8; ++j) out.scale[j] = _mm512_cvtepu8_epi32(sc[j]);
+    for (int j = 0; j < 8; ++j) out.scale[j] = Scale16::of(Ints::widen_u8(sc[j]));
     for (int i = 0; i < 4; ++i) {
-        const __m256i pairs = _mm256_set_m128i(_mm_unpackhi_epi8(mn[2 * i], mn[2 * i + 1]),
-                                               _mm_unpacklo_epi8(mn[2 * i], mn[2 * i + 1]));
-        out.min_pairs[i] = _mm512_cvtepu8_epi16(pairs);
+        out.min_pairs[i] = Ints::widen_u8_pairs(_mm_unpacklo_epi8(mn[2 * i], mn[2 * i + 1]),
+                                                _mm_unpackhi_epi8(mn[2 * i], mn[2 * i + 1]));
     }
     return out;
 }
@@ -101,63 +100,56 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
     constexpr size_t kGroupBlock = kRepackRows * sizeof(Block);
     constexpr size_t kScales = 4 * kRepackRows, kHigh = 16 * kRepackRows;
     constexpr size_t kQuants = (kFifthBit ? 48 : 16) * kRepackRows;
-    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    const Ints bit4 = Ints::splat8(0x10);
     const size_t col = column_block<kQ4KExtra>();
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-    __m512 acc[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+    const Ints low4 = Ints::splat8(0x0F);
+    Floats acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * kGroupBlock;
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * col;
         const Q4KScales scales = unpack_q4k_scales(w + kScales);
-        __m512i high[8];
+        Ints high[8];
         if constexpr (kFifthBit) {
-            for (int t = 0; t < 8; ++t) high[t] = load512(w + kHigh + size_t(t) * 64);
+            for (int t = 0; t < 8; ++t) high[t] = Ints::load(w + kHigh + size_t(t) * 64);
         }
-        __m512i sumi[NC];
-        for (int c = 0; c < NC; ++c) sumi[c] = _mm512_setzero_si512();
+        Ints sumi[NC];
+        for (int c = 0; c < NC; ++c) sumi[c] = Ints::zero();
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) {
             // Sub-block j: the low (even j) or high nibbles of units 8(j/2) .. 8(j/2) + 7.
-            __m512i q[8];
+            Ints q[8];
 #pragma GCC unroll 8
             for (int t = 0; t < 8; ++t) {
-                const __m512i v = load512(w + kQuants + size_t(8 * (j / 2) + t) * 64);
-                q[t] = _mm512_and_si512(j % 2 == 0 ? v : _mm512_srli_epi16(v, 4), low4);
+                const Ints v = Ints::load(w + kQuants + size_t(8 * (j / 2) + t) * 64);
+                q[t] = (j % 2 == 0 ? v : srli16(v, 4)) & low4;
                 if constexpr (kFifthBit) {
                     // Bit j of each qh byte to bit 4 (16-bit shifts: bit 4 of a byte comes from
                     // the same byte for shifts of at most 4 either way).
-                    const __m512i h = j <= 4 ? _mm512_slli_epi16(high[t], 4 - j)
-                                             : _mm512_srli_epi16(high[t], j - 4);
-                    q[t] = _mm512_or_si512(q[t], _mm512_and_si512(h, bit4));
+                    const Ints h = j <= 4 ? slli16(high[t], 4 - j) : srli16(high[t], j - 4);
+                    q[t] = q[t] | (h & bit4);
                 }
             }
 #pragma GCC unroll 12
             for (int c = 0; c < NC; ++c) {
-                __m512i s = _mm512_setzero_si512();
-#pragma GCC unroll 8
-                for (int t = 0; t < 8; ++t) {
-                    s = _mm512_dpbusd_epi32(s, q[t], broadcast_i32(a + c * QK_K + 4 * (8 * j + t)));
-                }
-                sumi[c] = _mm512_add_epi32(sumi[c], _mm512_mullo_epi32(s, scales.scale[j]));
+                auto x = [&](int t) { return Ints::broadcast32(a + c * QK_K + 4 * (8 * j + t)); };
+                sumi[c] = scaled_dot < 8, kFifthBit ? 31 : 15 > (sumi[c], q, x, scales.scale[j]);
             }
         }
-        const __m512 dw = load_f16x16(w), dmin = load_f16x16(w + 2 * kRepackRows);
+        const Floats dw = Floats::load_f16(w), dmin = Floats::load_f16(w + 2 * kRepackRows);
         for (int c = 0; c < NC; ++c) {
-            __m512i mins = _mm512_setzero_si512();
+            Ints mins = Ints::zero();
             for (int i = 0; i < 4; ++i) {
-                mins = _mm512_dpwssd_epi32(mins, scales.min_pairs[i],
-                                           broadcast_i32(a + NC * (QK_K + 4) + 16 * c + 4 * i));
+                mins = dot_s16(mins, scales.min_pairs[i],
+                               Ints::broadcast32(a + NC * (QK_K + 4) + 16 * c + 4 * i));
             }
             const float da = load_f32(a + NC * QK_K + 4 * c);
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]),
-                                     _mm512_mul_ps(dw, _mm512_set1_ps(da)), acc[c]);
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins),
-                                     _mm512_mul_ps(dmin, _mm512_set1_ps(-da)), acc[c]);
+            acc[c] = fmadd(Floats::from_ints(sumi[c]), dw * Floats::splat(da), acc[c]);
+            acc[c] = fmadd(Floats::from_ints(mins), dmin * Floats::splat(-da), acc[c]);
         }
     }
-    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
+    for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
 }
 
 // Q6_K in the float order of ggml's AVX2 ggml_vec_dot_q6_K_q8_K, the kernel llama.cpp runs for
@@ -167,62 +159,57 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
 // goes through its own float accumulator (one fma with d_w * d_a per super-block) and the 8 are
 // added at the end as ggml's hsum_float_8.
 //
-// The scales multiply in 16 bits: a unit's product sum (4 * 63 * 127 at most) and a Q8_K 16-sum
-// fit in int16, and a scale vector with zero high halves makes VPDPWSSD add exactly
-// sum * scale to the lane, one instruction instead of VPMULLD's two and an add.
+// The scales multiply in 16 bits: a unit's product sum (4 * 63 * 128 at most) and a Q8_K 16-sum
+// fit in int16, so VPDPWSSD (or VPMADDWD on the pair sums, scaled_dot) adds exactly sum * scale
+// to the lane, one instruction instead of VPMULLD's two and an add. The panel stores each 16-sum
+// in the low half of its int32 (zero above), which either form of Scale16 multiplies exactly.
 template <int NC>
 void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
     constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ6K);
     constexpr size_t kHigh = 128 * kRepackRows, kScales = 192 * kRepackRows,
                      kScale = 208 * kRepackRows;
     const size_t col = column_block<kQ6KExtra>();
-    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-    const __m512i low16 = _mm512_set1_epi32(0xFFFF);
-    __m512 acc[NC][8];
+    const Ints low4 = Ints::splat8(0x0F), bits45 = Ints::splat8(0x30);
+    Floats acc[NC][8];
     for (int c = 0; c < NC; ++c) {
-        for (int m = 0; m < 8; ++m) acc[c][m] = _mm512_setzero_ps();
+        for (int m = 0; m < 8; ++m) acc[c][m] = Floats::zero();
     }
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * kGroupBlock;
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * col;
         // The 16 sub-block scales, each in the low 16 bits of its row's lane.
-        __m512i scale[16];
+        Scale16 scale[16];
         for (int sub = 0; sub < 16; ++sub) {
-            scale[sub] = _mm512_and_si512(
-                _mm512_cvtepi8_epi32(
-                    _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + kScales + 16 * sub))),
-                low16);
+            scale[sub] = Scale16::of(Ints::widen_i8(
+                _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + kScales + 16 * sub))));
         }
         // Unit u of chunk 4h + qq (elements 128h + 32qq + 4u ..): low bits from ql unit
         // 16h + 8(qq % 2) + u (high nibble when qq >= 2), bits 4-5 from bits 2qq, 2qq + 1 of qh
         // unit 8h + u. Units 0-3 of a chunk are in sub-block 2 * chunk, 4-7 in the next.
         auto levels = [&](int chunk, int u) [[gnu::always_inline]] {
             const int h = chunk / 4, qq = chunk % 4;
-            const __m512i lo = load512(w + size_t(16 * h + 8 * (qq % 2) + u) * 64);
-            const __m512i hi = load512(w + kHigh + size_t(8 * h + u) * 64);
-            const __m512i hi45 = qq == 0   ? _mm512_slli_epi16(hi, 4)
-                                 : qq == 1 ? _mm512_slli_epi16(hi, 2)
-                                 : qq == 2 ? hi
-                                           : _mm512_srli_epi16(hi, 2);
-            const __m512i lo4 = _mm512_and_si512(qq < 2 ? lo : _mm512_srli_epi16(lo, 4), low4);
-            return _mm512_or_si512(lo4, _mm512_and_si512(hi45, bits45));
+            const Ints lo = Ints::load(w + size_t(16 * h + 8 * (qq % 2) + u) * 64);
+            const Ints hi = Ints::load(w + kHigh + size_t(8 * h + u) * 64);
+            const Ints hi45 = qq == 0   ? slli16(hi, 4)
+                              : qq == 1 ? slli16(hi, 2)
+                              : qq == 2 ? hi
+                                        : srli16(hi, 2);
+            const Ints lo4 = (qq < 2 ? lo : srli16(lo, 4)) & low4;
+            return lo4 | (hi45 & bits45);
         };
         // Lane m of column c starts at -32 * (scaled 16-sums of sub-blocks 2m and 2m + 1).
         auto start = [&](int c, int m) [[gnu::always_inline]] {
             const std::byte *bsums = a + NC * (QK_K + 4) + 4 * kQ6KExtra * c;
-            __m512i t = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
-                                            broadcast_i32(bsums + 4 * (2 * m)), scale[2 * m]);
-            t = _mm512_dpwssd_epi32(t, broadcast_i32(bsums + 4 * (2 * m + 1)), scale[2 * m + 1]);
-            return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(t, 5));
+            Ints t = dot_s16(Ints::zero(), Ints::broadcast32(bsums + 4 * (2 * m)), scale[2 * m].v);
+            t = dot_s16(t, Ints::broadcast32(bsums + 4 * (2 * m + 1)), scale[2 * m + 1].v);
+            return Ints::zero() - slli32(t, 5);
         };
-        auto add_unit = [&](__m512i lane, __m512i q, int c, int chunk,
-                            int u) [[gnu::always_inline]] {
-            const __m512i s = _mm512_dpbusd_epi32(
-                _mm512_setzero_si512(), q, broadcast_i32(a + c * QK_K + 4 * (8 * chunk + u)));
-            return _mm512_dpwssd_epi32(lane, s, scale[2 * chunk + u / 4]);
+        auto add_unit = [&](Ints lane, Ints q, int c, int chunk, int u) [[gnu::always_inline]] {
+            auto x = [&](int) { return Ints::broadcast32(a + c * QK_K + 4 * (8 * chunk + u)); };
+            return scaled_dot<1, 63>(lane, &q, x, scale[2 * chunk + u / 4]);
         };
-        __m512i lane[NC][8];
+        Ints lane[NC][8];
         if constexpr (NC <= kStreamColumns) {
             // Generation: every column's lanes stay in registers while each chunk is decoded.
             for (int c = 0; c < NC; ++c) {
@@ -230,7 +217,7 @@ void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
             }
 #pragma GCC unroll 8
             for (int chunk = 0; chunk < 8; ++chunk) {
-                __m512i q[8];
+                Ints q[8];
 #pragma GCC unroll 8
                 for (int u = 0; u < 8; ++u) q[u] = levels(chunk, u);
                 for (int c = 0; c < NC; ++c) {
@@ -242,7 +229,7 @@ void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
         } else {
             // Wide panels: the block is decoded once into L1, then each column's 8 lanes run
             // through it (8 lanes per column would not fit the registers for 12 columns).
-            __m512i q[64];
+            Ints q[64];
 #pragma GCC unroll 8
             for (int chunk = 0; chunk < 8; ++chunk) {
 #pragma GCC unroll 8
@@ -260,21 +247,18 @@ void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
                 }
             }
         }
-        const __m512 dw = load_f16x16(w + kScale);
+        const Floats dw = Floats::load_f16(w + kScale);
         for (int c = 0; c < NC; ++c) {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(load_f32(a + NC * QK_K + 4 * c)));
+            const Floats d = dw * Floats::splat(load_f32(a + NC * QK_K + 4 * c));
 #pragma GCC unroll 8
-            for (int m = 0; m < 8; ++m) {
-                acc[c][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lane[c][m]), d, acc[c][m]);
-            }
+            for (int m = 0; m < 8; ++m)
+                acc[c][m] = fmadd(Floats::from_ints(lane[c][m]), d, acc[c][m]);
         }
     }
     for (int c = 0; c < NC; ++c) {
-        const __m512 sum = _mm512_add_ps(
-            _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][4]), _mm512_add_ps(acc[c][2], acc[c][6])),
-            _mm512_add_ps(_mm512_add_ps(acc[c][1], acc[c][5]),
-                          _mm512_add_ps(acc[c][3], acc[c][7])));
-        _mm512_storeu_ps(out + c * kGroupRows, sum);
+        const Floats sum = ((acc[c][0] + acc[c][4]) + (acc[c][2] + acc[c][6])) +
+                           ((acc[c][1] + acc[c][5]) + (acc[c][3] + acc[c][7]));
+        sum.store(out + c * kGroupRows);
     }
 }
 

@@ -7,7 +7,7 @@
 //
 // Both are unsigned against the signed activations, as VPDPBUSD wants, so a block's sum is
 // sum(u * a) - offset * sum(a) with offset 8 (Q4_0) or 128 (Q8_0): the panel's per-block term is
-// -offset * sum(a), which starts each lane's sum.
+// -offset * sum(a), which starts each lane's sum (Q8_0 without VNNI: see kQ8Offset).
 #include <cstring>
 #include <utility>
 
@@ -26,42 +26,50 @@ using q8_0_panel::kBlock;
 using q8_0_panel::kColumnBlock;
 using q8_0_panel::prepare;
 
+// Q8_0's unsigned 128 + q goes to VPDPBUSD where the build has it; without VNNI, whose emulation
+// multiplies unsigned bytes up to 127 only, the tile takes q back (the XOR) and multiplies signed
+// bytes, and the panel's term is 0.
+constexpr int kQ8Offset = kVnni ? 128 : 0;
+
 template <int NC, bool kNibbles>
 void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
     constexpr size_t kGroupBlock =
         kRepackRows * (kNibbles ? sizeof(quant::BlockQ4_0) : sizeof(quant::BlockQ8_0));
     constexpr size_t kQuants = 2 * kRepackRows;  // after the 16 F16 scales
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-    __m512 acc[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+    const Ints low4 = Ints::splat8(0x0F);
+    Floats acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * kGroupBlock;
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
-        const __m512 dw = load_f16x16(w);
-        __m512i q[8];  // q[t]: elements 4t..4t+3 of the 16 rows
+        const Floats dw = Floats::load_f16(w);
+        Ints q[8];  // q[t]: elements 4t..4t+3 of the 16 rows
         if constexpr (kNibbles) {
             for (int t = 0; t < 4; ++t) {
-                const __m512i v = load512(w + kQuants + 64 * t);
-                q[t] = _mm512_and_si512(v, low4);
-                q[t + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+                const Ints v = Ints::load(w + kQuants + 64 * t);
+                q[t] = v & low4;
+                q[t + 4] = srli16(v, 4) & low4;
             }
         } else {
-            for (int t = 0; t < 8; ++t) q[t] = load512(w + kQuants + 64 * t);
+            const Ints flip = Ints::splat8(int8_t(kVnni ? 0 : 0x80));
+            for (int t = 0; t < 8; ++t) q[t] = Ints::load(w + kQuants + 64 * t) ^ flip;
         }
 #pragma GCC unroll 12
         for (int c = 0; c < NC; ++c) {
-            __m512i sum = broadcast_i32(a + NC * (kBlock + 4) + 4 * c);
+            Ints sum = Ints::broadcast32(a + NC * (kBlock + 4) + 4 * c);
+            auto x = [&](int t) { return Ints::broadcast32(a + c * kBlock + 4 * t); };
+            if constexpr (kNibbles || kVnni) {
+                sum = dot_units < 8, kNibbles ? 15 : 255 > (sum, q, x);
+            } else {
 #pragma GCC unroll 8
-            for (int t = 0; t < 8; ++t) {
-                sum = _mm512_dpbusd_epi32(sum, q[t], broadcast_i32(a + c * kBlock + 4 * t));
+                for (int t = 0; t < 8; ++t) sum = dot_s8s8(sum, q[t], x(t));
             }
-            const __m512 scale =
-                _mm512_mul_ps(dw, _mm512_set1_ps(load_f32(a + NC * kBlock + 4 * c)));
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[c]);
+            const Floats scale = dw * Floats::splat(load_f32(a + NC * kBlock + 4 * c));
+            acc[c] = fmadd(Floats::from_ints(sum), scale, acc[c]);
         }
     }
-    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
+    for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
 }
 
 template <bool kNibbles, size_t... I>
@@ -80,7 +88,7 @@ const Format kFormatQ4_0{.act_type = DType::Q8_0,
 const Format kFormatQ8_0{.act_type = DType::Q8_0,
                          .block = kBlock,
                          .extra = 1,
-                         .prepare = prepare<128>,
+                         .prepare = prepare<kQ8Offset>,
                          .tiles = tiles<false>(kPanelWidths)};
 #else
 const Format kFormatQ4_0{}, kFormatQ8_0{};

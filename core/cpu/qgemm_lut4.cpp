@@ -23,7 +23,7 @@
 
 namespace loom::cpu::qgemm {
 
-#if LOOM_INTEGER_KERNELS
+#if LOOM_VNNI512_KERNELS
 namespace {
 
 using q8_0_panel::kBlock;

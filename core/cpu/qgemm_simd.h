@@ -1,5 +1,12 @@
 #pragma once
-// Loads the integer tiles (qgemm_legacy.cpp, qgemm_k.cpp) share; AVX-512 builds only.
+// The vectors of the integer tiles (qgemm_legacy.cpp, qgemm_k.cpp): a group's 16 rows as 16 int32
+// lanes (or 64 bytes, 4 per row), and their 16 float sums. One AVX-512 register each, or two AVX2
+// registers (rows 0-7, rows 8-15), so one tile source serves both. Every operation is exact
+// integer arithmetic or the same float operation per lane on either width, so a tile's results do
+// not depend on which one the build has.
+//
+// Below them, the AVX-512 VNNI helpers of the table-indexed tiles (qgemm_lut4.cpp,
+// qgemm_iq4xs.cpp), whose unsigned bytes reach 241 and so need VPDPBUSD itself.
 #include <cstring>
 
 #include "core/cpu/repack.h"
@@ -13,17 +20,328 @@
 
 namespace loom::cpu::qgemm {
 
-// Panels are byte arrays: scalars are read with memcpy, which the compiler folds into the
-// broadcast operand of the instruction that uses them.
-inline __m512i broadcast_i32(const std::byte *p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
+#if defined(__AVX512BW__)
+#define LOOM_QGEMM_512 1
+#else
+#define LOOM_QGEMM_512 0
+#endif
+// A VNNI dot product (VPDPBUSD) takes unsigned bytes up to 255; the AVX2 emulation
+// (VPMADDUBSW, which saturates the sum of two products to int16) only up to 127.
+#if (LOOM_QGEMM_512 && defined(__AVX512VNNI__)) || (!LOOM_QGEMM_512 && defined(__AVXVNNI__))
+#define LOOM_QGEMM_VNNI 1
+#else
+#define LOOM_QGEMM_VNNI 0
+#endif
+inline constexpr bool kVnni = LOOM_QGEMM_VNNI;
+
 inline float load_f32(const std::byte *p) {
     float v;
     std::memcpy(&v, p, 4);
     return v;
+}
+
+// 64 bytes of a group: 16 int32 lanes, lane r for row r (or 4 bytes, or two int16, of row r).
+struct Ints {
+#if LOOM_QGEMM_512
+    __m512i v;
+#else
+    __m256i lo, hi;  // rows 0-7, rows 8-15
+#endif
+
+    static Ints load(const std::byte *p) {
+#if LOOM_QGEMM_512
+        return {_mm512_loadu_si512(p)};
+#else
+        return {_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)),
+                _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + 32))};
+#endif
+    }
+    static Ints splat32(int32_t x) {
+#if LOOM_QGEMM_512
+        return {_mm512_set1_epi32(x)};
+#else
+        const __m256i v = _mm256_set1_epi32(x);
+        return {v, v};
+#endif
+    }
+    static Ints splat8(int8_t x) {
+        return splat32(int32_t(uint8_t(x)) * 0x01010101);
+    }
+    static Ints zero() {
+        return splat32(0);
+    }
+    // Panels are byte arrays: scalars are read with memcpy, which the compiler folds into the
+    // broadcast operand of the instruction that uses them.
+    static Ints broadcast32(const std::byte *p) {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        return splat32(v);
+    }
+    // 16 bytes, one per row, widened to the row's lane.
+    static Ints widen_u8(__m128i rows) {
+#if LOOM_QGEMM_512
+        return {_mm512_cvtepu8_epi32(rows)};
+#else
+        return {_mm256_cvtepu8_epi32(rows), _mm256_cvtepu8_epi32(_mm_srli_si128(rows, 8))};
+#endif
+    }
+    static Ints widen_i8(__m128i rows) {
+#if LOOM_QGEMM_512
+        return {_mm512_cvtepi8_epi32(rows)};
+#else
+        return {_mm256_cvtepi8_epi32(rows), _mm256_cvtepi8_epi32(_mm_srli_si128(rows, 8))};
+#endif
+    }
+    // Two bytes per row (rows 0-7, then 8-15), widened to the two int16 halves of its lane.
+    static Ints widen_u8_pairs(__m128i rows0_7, __m128i rows8_15) {
+#if LOOM_QGEMM_512
+        return {_mm512_cvtepu8_epi16(_mm256_set_m128i(rows8_15, rows0_7))};
+#else
+        return {_mm256_cvtepu8_epi16(rows0_7), _mm256_cvtepu8_epi16(rows8_15)};
+#endif
+    }
+};
+
+#if LOOM_QGEMM_512
+#define LOOM_INTS_OP(name, expr)       \
+    inline Ints name(Ints a, Ints b) { \
+        return {expr(a.v, b.v)};       \
+    }
+#define LOOM_INTS_SHIFT(name, expr)   \
+    inline Ints name(Ints a, int n) { \
+        return {expr(a.v, n)};        \
+    }
+#else
+#define LOOM_INTS_OP(name, expr)                     \
+    inline Ints name(Ints a, Ints b) {               \
+        return {expr(a.lo, b.lo), expr(a.hi, b.hi)}; \
+    }
+#define LOOM_INTS_SHIFT(name, expr)            \
+    inline Ints name(Ints a, int n) {          \
+        return {expr(a.lo, n), expr(a.hi, n)}; \
+    }
+#endif
+#if LOOM_QGEMM_512
+LOOM_INTS_OP(operator&, _mm512_and_si512)
+LOOM_INTS_OP(operator|, _mm512_or_si512)
+LOOM_INTS_OP(operator^, _mm512_xor_si512)
+LOOM_INTS_OP(operator+, _mm512_add_epi32)
+LOOM_INTS_OP(operator-, _mm512_sub_epi32)
+LOOM_INTS_OP(mullo32, _mm512_mullo_epi32)
+LOOM_INTS_SHIFT(srli16, _mm512_srli_epi16)
+LOOM_INTS_SHIFT(slli16, _mm512_slli_epi16)
+LOOM_INTS_SHIFT(slli32, _mm512_slli_epi32)
+#else
+LOOM_INTS_OP(operator&, _mm256_and_si256)
+LOOM_INTS_OP(operator|, _mm256_or_si256)
+LOOM_INTS_OP(operator^, _mm256_xor_si256)
+LOOM_INTS_OP(operator+, _mm256_add_epi32)
+LOOM_INTS_OP(operator-, _mm256_sub_epi32)
+LOOM_INTS_OP(mullo32, _mm256_mullo_epi32)
+LOOM_INTS_SHIFT(srli16, _mm256_srli_epi16)
+LOOM_INTS_SHIFT(slli16, _mm256_slli_epi16)
+LOOM_INTS_SHIFT(slli32, _mm256_slli_epi32)
+#endif
+#undef LOOM_INTS_OP
+#undef LOOM_INTS_SHIFT
+
+// acc + the sum of the four products u * s of each lane's bytes, u unsigned and s signed: exact
+// for u <= 127 on any width, and up to 255 with VNNI (kVnni).
+inline Ints dot_u8s8(Ints acc, Ints u, Ints s) {
+#if LOOM_QGEMM_512 && LOOM_QGEMM_VNNI
+    return {_mm512_dpbusd_epi32(acc.v, u.v, s.v)};
+#elif LOOM_QGEMM_512
+    const __m512i ones = _mm512_set1_epi16(1);
+    return {_mm512_add_epi32(acc.v, _mm512_madd_epi16(_mm512_maddubs_epi16(u.v, s.v), ones))};
+#elif LOOM_QGEMM_VNNI
+    return {_mm256_dpbusd_avx_epi32(acc.lo, u.lo, s.lo),
+            _mm256_dpbusd_avx_epi32(acc.hi, u.hi, s.hi)};
+#else
+    const __m256i ones = _mm256_set1_epi16(1);
+    return {_mm256_add_epi32(acc.lo, _mm256_madd_epi16(_mm256_maddubs_epi16(u.lo, s.lo), ones)),
+            _mm256_add_epi32(acc.hi, _mm256_madd_epi16(_mm256_maddubs_epi16(u.hi, s.hi), ones))};
+#endif
+}
+
+// The same for signed bytes q on both sides, s in -127 .. 127 (|q| * s by VPMADDUBSW: exact).
+inline Ints dot_s8s8(Ints acc, Ints q, Ints s) {
+#if LOOM_QGEMM_512
+    const __m512i neg = _mm512_movm_epi8(_mm512_movepi8_mask(q.v));
+    const __m512i signed_s = _mm512_sub_epi8(_mm512_xor_si512(s.v, neg), neg);
+    return dot_u8s8(acc, {_mm512_abs_epi8(q.v)}, {signed_s});
+#else
+    return dot_u8s8(acc, {_mm256_abs_epi8(q.lo), _mm256_abs_epi8(q.hi)},
+                    {_mm256_sign_epi8(s.lo, q.lo), _mm256_sign_epi8(s.hi, q.hi)});
+#endif
+}
+
+// acc + the sum of the two int16 products of each lane (VPDPWSSD).
+inline Ints dot_s16(Ints acc, Ints a, Ints b) {
+#if LOOM_QGEMM_512 && LOOM_QGEMM_VNNI
+    return {_mm512_dpwssd_epi32(acc.v, a.v, b.v)};
+#elif LOOM_QGEMM_512
+    return {_mm512_add_epi32(acc.v, _mm512_madd_epi16(a.v, b.v))};
+#elif LOOM_QGEMM_VNNI
+    return {_mm256_dpwssd_avx_epi32(acc.lo, a.lo, b.lo),
+            _mm256_dpwssd_avx_epi32(acc.hi, a.hi, b.hi)};
+#else
+    return {_mm256_add_epi32(acc.lo, _mm256_madd_epi16(a.lo, b.lo)),
+            _mm256_add_epi32(acc.hi, _mm256_madd_epi16(a.hi, b.hi))};
+#endif
+}
+
+// Dot products of a row of units: acc + the sum over t < N of dot_u8s8(u[t], x(t)), unsigned
+// bytes u[t] <= kMaxU. Without VNNI the products' pair sums add up in int16 for as many units as
+// cannot overflow (kMaxU = 15: 8 units) before one VPMADDWD widens them: exact, and a third of
+// the instructions of a unit at a time.
+template <int kMaxU>
+inline constexpr int kUnitsPerInt16 = 32767 / (2 * kMaxU * 128);
+
+// A per-row multiplier of dot sums (scaled_dot), from lanes holding an int16 value each.
+struct Scale16 {
+    Ints v;  // VNNI: the value in the low half (VPDPWSSD's form); else in both halves (VPMADDWD's)
+    static Scale16 of(Ints lanes) {
+        const Ints low = lanes & Ints::splat32(0xFFFF);
+        if constexpr (kVnni) return {low};
+        return {low | slli32(lanes, 16)};
+    }
+};
+
+// Pair sums of units t0 .. t0 + n - 1, in int16.
+template <typename X>
+inline Ints pair_sums(const Ints *u, X x, int t0, int n) {
+#if LOOM_QGEMM_512
+    __m512i p = _mm512_maddubs_epi16(u[t0].v, x(t0).v);
+    for (int t = t0 + 1; t < t0 + n; ++t)
+        p = _mm512_add_epi16(p, _mm512_maddubs_epi16(u[t].v, x(t).v));
+    return {p};
+#else
+    __m256i lo = _mm256_maddubs_epi16(u[t0].lo, x(t0).lo);
+    __m256i hi = _mm256_maddubs_epi16(u[t0].hi, x(t0).hi);
+    for (int t = t0 + 1; t < t0 + n; ++t) {
+        const Ints xt = x(t);
+        lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(u[t].lo, xt.lo));
+        hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(u[t].hi, xt.hi));
+    }
+    return {lo, hi};
+#endif
+}
+
+template <int N, int kMaxU, typename X>
+[[gnu::always_inline]] inline Ints dot_units(Ints acc, const Ints *u, X x) {
+    if constexpr (kVnni) {
+#pragma GCC unroll 8
+        for (int t = 0; t < N; ++t) acc = dot_u8s8(acc, u[t], x(t));
+        return acc;
+    } else {
+        constexpr int kRun = kUnitsPerInt16<kMaxU>;
+        static_assert(kRun >= 1, "unsigned bytes above 127 need VNNI");
+#pragma GCC unroll 8
+        for (int t0 = 0; t0 < N; t0 += kRun) {
+            acc = dot_s16(acc, pair_sums(u, x, t0, N - t0 < kRun ? N - t0 : kRun),
+                          Ints::splat32(0x00010001));
+        }
+        return acc;
+    }
+}
+
+// acc + scale * (the sum of dot_units): with VNNI, the sum then VPDPWSSD where it fits in int16
+// (one unit, kMaxU <= 63), else VPMULLD (a scale >= 0 there); without, each run's int16 pair sums
+// times the scale by VPMADDWD.
+template <int N, int kMaxU, typename X>
+[[gnu::always_inline]] inline Ints scaled_dot(Ints acc, const Ints *u, X x, Scale16 scale) {
+    if constexpr (kVnni) {
+        const Ints sum = dot_units<N, kMaxU>(Ints::zero(), u, x);
+        if constexpr (N * 4 * kMaxU * 128 <= 32767) return dot_s16(acc, sum, scale.v);
+        return acc + mullo32(sum, scale.v);
+    } else {
+        constexpr int kRun = kUnitsPerInt16<kMaxU>;
+#pragma GCC unroll 8
+        for (int t0 = 0; t0 < N; t0 += kRun) {
+            acc = dot_s16(acc, pair_sums(u, x, t0, N - t0 < kRun ? N - t0 : kRun), scale.v);
+        }
+        return acc;
+    }
+}
+
+// The 16 rows' float sums.
+struct Floats {
+#if LOOM_QGEMM_512
+    __m512 v;
+#else
+    __m256 lo, hi;
+#endif
+
+    static Floats splat(float x) {
+#if LOOM_QGEMM_512
+        return {_mm512_set1_ps(x)};
+#else
+        const __m256 v = _mm256_set1_ps(x);
+        return {v, v};
+#endif
+    }
+    static Floats zero() {
+        return splat(0.0f);
+    }
+    // 16 F16 values, one per row, widened.
+    static Floats load_f16(const std::byte *p) {
+#if LOOM_QGEMM_512
+        return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)))};
+#else
+        return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))),
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 16)))};
+#endif
+    }
+    static Floats from_ints(Ints a) {
+#if LOOM_QGEMM_512
+        return {_mm512_cvtepi32_ps(a.v)};
+#else
+        return {_mm256_cvtepi32_ps(a.lo), _mm256_cvtepi32_ps(a.hi)};
+#endif
+    }
+    void store(float *p) const {
+#if LOOM_QGEMM_512
+        _mm512_storeu_ps(p, v);
+#else
+        _mm256_storeu_ps(p, lo);
+        _mm256_storeu_ps(p + 8, hi);
+#endif
+    }
+};
+
+#if LOOM_QGEMM_512
+inline Floats operator+(Floats a, Floats b) {
+    return {_mm512_add_ps(a.v, b.v)};
+}
+inline Floats operator*(Floats a, Floats b) {
+    return {_mm512_mul_ps(a.v, b.v)};
+}
+// a * b + c, one rounding.
+inline Floats fmadd(Floats a, Floats b, Floats c) {
+    return {_mm512_fmadd_ps(a.v, b.v, c.v)};
+}
+#else
+inline Floats operator+(Floats a, Floats b) {
+    return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+}
+inline Floats operator*(Floats a, Floats b) {
+    return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)};
+}
+inline Floats fmadd(Floats a, Floats b, Floats c) {
+    return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+#endif
+
+}  // namespace loom::cpu::qgemm
+
+#if LOOM_VNNI512_KERNELS
+namespace loom::cpu::qgemm {
+
+// The table-indexed tiles' AVX-512 helpers.
+inline __m512i broadcast_i32(const std::byte *p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
 }
 // 16 F16 scales of a group block, widened.
 inline __m512 load_f16x16(const std::byte *p) {
@@ -67,5 +385,7 @@ class NibbleTable {
 };
 
 }  // namespace loom::cpu::qgemm
+
+#endif
 
 #endif

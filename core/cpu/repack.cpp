@@ -43,7 +43,19 @@ constexpr std::array<Layout, kDTypeCount> kLayouts = [] {
     return t;
 }();
 
-constexpr bool kHaveIntegerKernels = LOOM_INTEGER_KERNELS;
+// Whether this build has the kernels that read `type` repacked (repack.h).
+constexpr bool has_kernels(DType type) {
+    switch (type) {
+        case DType::Q4_0:
+        case DType::Q8_0:
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:
+            return LOOM_INTEGER_KERNELS;
+        default:
+            return LOOM_VNNI512_KERNELS;
+    }
+}
 
 // Moves the `n_units` units of one field of one block of row r between the row (from byte
 // `plain`) and the group's block (from byte `packed`, r's first unit), XORing each with `flip`.
@@ -223,7 +235,7 @@ class RepackBufferType : public BufferType {
 }  // namespace
 
 bool has_repacked_layout(DType type) {
-    return kHaveIntegerKernels && kLayouts[size_t(type)].n_fields > 0;
+    return has_kernels(type) && kLayouts[size_t(type)].n_fields > 0;
 }
 
 bool can_repack(const Tensor *t) {

@@ -21,11 +21,20 @@
 
 #include "loom/tensor.h"
 
-// The integer kernels need AVX-512 VNNI (VPDPBUSD), byte-granular AVX-512BW and F16C.
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__F16C__)
+// The integer kernels of Q4_0, Q8_0, Q4_K, Q5_K and Q6_K run on 64 bytes of a group at once:
+// one AVX-512BW register or two AVX2 ones (core/cpu/qgemm_simd.h), with F16C for the scales.
+#if (defined(__AVX512BW__) || (defined(__AVX2__) && defined(__FMA__))) && defined(__F16C__)
 #define LOOM_INTEGER_KERNELS 1
 #else
 #define LOOM_INTEGER_KERNELS 0
+#endif
+// Those of MXFP4, IQ4_NL and IQ4_XS need AVX-512 VNNI: their table values made unsigned reach 241,
+// which only VPDPBUSD multiplies exactly. The grouped float GEMM of F16 and BF16 takes a group
+// of 16 rows as one vector of 16 floats: AVX-512 (kept to the same builds).
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__F16C__)
+#define LOOM_VNNI512_KERNELS 1
+#else
+#define LOOM_VNNI512_KERNELS 0
 #endif
 
 namespace loom::cpu {
@@ -33,8 +42,8 @@ namespace loom::cpu {
 // Rows interleaved per group.
 inline constexpr int64_t kRepackRows = 16;
 
-// True when this build has the integer kernels (AVX-512 VNNI) and `type` has a repacked layout:
-// Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4, IQ4_NL, IQ4_XS, F16, BF16.
+// True when `type` has a repacked layout and this build has its kernels: Q4_0, Q8_0, Q4_K, Q5_K,
+// Q6_K (AVX2 or AVX-512), MXFP4, IQ4_NL, IQ4_XS, F16, BF16 (AVX-512 VNNI).
 bool has_repacked_layout(DType type);
 
 // True when t can be stored repacked: a type with a layout, contiguous, rows a multiple of 16.
