@@ -139,10 +139,19 @@ void narrow_rows(const std::byte *a, size_t nb1, int64_t rows, int64_t K, const 
     }
 }
 
-// Grouped weights (Job::a_grouped): element k of a group's 16 rows is one load, so g groups'
-// outputs advance with one load and NX FMAs per k, each group on its own chains (two groups keep
-// two chains in flight). The sums are narrow_rows' bit for bit: k order, restarted every KC.
-static_assert(!LOOM_VNNI512_KERNELS || VL == kRepackRows, "a group is one vector of rows");
+// Grouped weights (Job::a_grouped): element k of a group's 16 rows is 16 floats side by side, one
+// load per vector of VL of them (one vector with AVX-512, two with AVX2), so g vectors' outputs
+// advance with g loads and NX FMAs per k, each vector on its own chains (two keep two chains in
+// flight). The sums are narrow_rows' bit for bit: k order, restarted every KC.
+static_assert(!LOOM_GROUPED_FLOAT_KERNELS || (kRepackRows % VL == 0 && MR % kRepackRows == 0),
+              "a group is whole vectors of rows, and a panel whole groups");
+
+// The vector of rows [r, r + VL) of grouped weights starting at a (r a multiple of VL), as a
+// pointer for W::vec(p, k * kRepackRows).
+template <typename W>
+const std::byte *grouped_vector(const std::byte *a, size_t group_bytes, int64_t r) {
+    return a + size_t(r / kRepackRows) * group_bytes + size_t(r % kRepackRows) * W::kSize;
+}
 
 template <typename W, int G, int NX>
 void narrow_groups(const std::byte *a, size_t group_bytes, int64_t K, const float *const *x,
@@ -154,12 +163,13 @@ void narrow_groups(const std::byte *a, size_t group_bytes, int64_t K, const floa
         for (int64_t k = k0; k < k0 + kc; ++k) {
 #pragma GCC unroll 2
             for (int g = 0; g < G; ++g) {
-                const std::byte *group = a + size_t(g) * group_bytes;
-                if (k % (64 / (VL * W::kSize)) == 0) {  // once per cache line of the group
-                    __builtin_prefetch(group + size_t(k * VL) * W::kSize + kGroupPrefetchBytes, 0,
-                                       3);
+                const std::byte *vec = grouped_vector<W>(a, group_bytes, g * VL);
+                // once per cache line of the group, from its first vector
+                if ((g * VL) % kRepackRows == 0 && k % (64 / (kRepackRows * W::kSize)) == 0) {
+                    __builtin_prefetch(
+                        vec + size_t(k * kRepackRows) * W::kSize + kGroupPrefetchBytes, 0, 3);
                 }
-                const vf w = W::vec(group, k * VL);
+                const vf w = W::vec(vec, k * kRepackRows);
                 for (int c = 0; c < NX; ++c) acc[g][c] = fmadd(w, splat(x[c][k]), acc[g][c]);
             }
         }
@@ -173,13 +183,15 @@ void narrow_groups(const std::byte *a, size_t group_bytes, int64_t K, const floa
     }
 }
 
-// Packs a GEMM panel of `rows` (a multiple of VL) grouped rows: pack_panel's output.
+// Packs a GEMM panel of `rows` (a multiple of 16) grouped rows: pack_panel's output.
 template <typename W>
 void pack_groups(const std::byte *a, size_t group_bytes, int64_t rows, int64_t k0, int64_t kc,
                  float *out) {
     for (int64_t k = 0; k < kc; ++k) {
         for (int h = 0; h < MR; h += VL) {
-            const vf v = h < rows ? W::vec(a + size_t(h / VL) * group_bytes, (k0 + k) * VL) : vf{};
+            const vf v = h < rows
+                             ? W::vec(grouped_vector<W>(a, group_bytes, h), (k0 + k) * kRepackRows)
+                             : vf{};
             store(out + k * MR + h, v);
         }
     }
@@ -300,9 +312,9 @@ void pack_a(const Job &job, int64_t m0, int64_t mc, int64_t k0, int64_t kc, floa
     const size_t k_off = element_offset(job.a_type, k0, job.a_nb0);
     const WeightOps &ops = weight_ops(job.a_type);
     if (job.a_grouped) {
-        const size_t group_bytes = job.a_nb1 * size_t(VL);
-        for (int64_t p = 0; p * MR < mc; ++p) {
-            ops.pack_grouped(job.a + size_t((m0 + p * MR) / VL) * group_bytes, group_bytes,
+        const size_t group_bytes = job.a_nb1 * size_t(kRepackRows);
+        for (int64_t p = 0; p * MR < mc; ++p) {  // m0 + p * MR: a group's first row
+            ops.pack_grouped(job.a + size_t((m0 + p * MR) / kRepackRows) * group_bytes, group_bytes,
                              std::min<int64_t>(MR, mc - p * MR), k0, kc, out + p * kc * MR);
         }
         return;
@@ -423,14 +435,15 @@ void few_columns_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const S
         x[c] = buf;
     }
     if (job.a_grouped) {
-        const size_t group_bytes = job.a_nb1 * size_t(VL);
+        // Two vectors of rows at a time from mb, a panel's first row: each m starts a group.
+        const size_t group_bytes = job.a_nb1 * size_t(kRepackRows);
         for (int64_t m = mb; m < me; m += 2 * VL) {
-            const int groups = me - m >= 2 * VL ? 2 : 1;
+            const int vectors = me - m >= 2 * VL ? 2 : 1;
             float *dm[kNarrowMaxN];
             for (int c = 0; c < nx; ++c) dm[c] = job.cols.dst_row(c) + m;
             weight_ops(job.a_type)
-                .narrow_grouped[size_t(groups - 1)][size_t(nx - 1)](
-                    job.a + size_t(m / VL) * group_bytes, group_bytes, K, x, dm);
+                .narrow_grouped[size_t(vectors - 1)][size_t(nx - 1)](
+                    job.a + size_t(m / kRepackRows) * group_bytes, group_bytes, K, x, dm);
         }
         return;
     }

@@ -52,6 +52,9 @@ constexpr bool has_kernels(DType type) {
         case DType::Q5_K:
         case DType::Q6_K:
             return LOOM_INTEGER_KERNELS;
+        case DType::F16:
+        case DType::BF16:
+            return LOOM_GROUPED_FLOAT_KERNELS;
         default:
             return LOOM_VNNI512_KERNELS;
     }

@@ -29,12 +29,18 @@
 #define LOOM_INTEGER_KERNELS 0
 #endif
 // Those of MXFP4, IQ4_NL and IQ4_XS need AVX-512 VNNI: their table values made unsigned reach 241,
-// which only VPDPBUSD multiplies exactly. The grouped float GEMM of F16 and BF16 takes a group
-// of 16 rows as one vector of 16 floats: AVX-512 (kept to the same builds).
+// which only VPDPBUSD multiplies exactly.
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__F16C__)
 #define LOOM_VNNI512_KERNELS 1
 #else
 #define LOOM_VNNI512_KERNELS 0
+#endif
+// The grouped float GEMM of F16 and BF16 (core/cpu/gemm.cpp) reads a group's 16 rows as one
+// vector of 16 floats (AVX-512) or two of 8 (AVX2), and its panels of 2 vectors hold whole groups.
+#if defined(__AVX512F__) || defined(__AVX2__)
+#define LOOM_GROUPED_FLOAT_KERNELS 1
+#else
+#define LOOM_GROUPED_FLOAT_KERNELS 0
 #endif
 
 namespace loom::cpu {
@@ -43,7 +49,7 @@ namespace loom::cpu {
 inline constexpr int64_t kRepackRows = 16;
 
 // True when `type` has a repacked layout and this build has its kernels: Q4_0, Q8_0, Q4_K, Q5_K,
-// Q6_K (AVX2 or AVX-512), MXFP4, IQ4_NL, IQ4_XS, F16, BF16 (AVX-512 VNNI).
+// Q6_K, F16, BF16 (AVX2 or AVX-512), MXFP4, IQ4_NL, IQ4_XS (AVX-512 VNNI).
 bool has_repacked_layout(DType type);
 
 // True when t can be stored repacked: a type with a layout, contiguous, rows a multiple of 16.
