@@ -23,7 +23,14 @@
 
 namespace loom::cpu::qgemm {
 
-inline constexpr int kPanel = 12;      // columns per panel: the widest tile
+// Columns per panel: the widest tile, whose per-column sums share the register file with the
+// weight vectors: 12 with AVX-512's 32 registers, 8 with AVX2's 16 (two per vector of 16 lanes;
+// on a Zen 3 EPYC, Q4_0 pp256 at 113 t/s against 102-106 with 12 and 101 with 4, Q4_K_M level).
+#if defined(__AVX512BW__)
+inline constexpr int kPanel = 12;
+#else
+inline constexpr int kPanel = 8;
+#endif
 inline constexpr int kGroupRows = 16;  // rows per tile: 16 int32 lanes (qgemm_simd.h Ints)
 
 // A panel of width w stores, per block b of the columns, at b * w * column_block_bytes():

@@ -65,7 +65,7 @@ struct Ints {
 #endif
     }
     static Ints splat8(int8_t x) {
-        return splat32(int32_t(uint8_t(x)) * 0x01010101);
+        return splat32(int32_t(uint32_t(uint8_t(x)) * 0x01010101u));  // unsigned: 0x80 wraps
     }
     static Ints zero() {
         return splat32(0);
