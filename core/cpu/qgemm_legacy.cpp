@@ -52,15 +52,18 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
                 q[t + 4] = srli16(v, 4) & low4;
             }
         } else {
-            const Ints flip = Ints::splat8(int8_t(kVnni ? 0 : 0x80));
-            for (int t = 0; t < 8; ++t) q[t] = Ints::load(w + kQuants + 64 * t) ^ flip;
+            for (int t = 0; t < 8; ++t) {
+                q[t] = Ints::load(w + kQuants + 64 * t);
+                if constexpr (!kVnni) q[t] = q[t] ^ Ints::splat8(int8_t(0x80));
+            }
         }
 #pragma GCC unroll 12
         for (int c = 0; c < NC; ++c) {
             Ints sum = Ints::broadcast32(a + NC * (kBlock + 4) + 4 * c);
             auto x = [&](int t) { return Ints::broadcast32(a + c * kBlock + 4 * t); };
             if constexpr (kNibbles || kVnni) {
-                sum = dot_units < 8, kNibbles ? 15 : 255 > (sum, q, x);
+                constexpr int kMaxLevel = kNibbles ? 15 : 255;
+                sum = dot_units<8, kMaxLevel>(sum, q, x);
             } else {
 #pragma GCC unroll 8
                 for (int t = 0; t < 8; ++t) sum = dot_s8s8(sum, q[t], x(t));

@@ -190,10 +190,8 @@ inline Ints dot_s16(Ints acc, Ints a, Ints b) {
 #endif
 }
 
-// Dot products of a row of units: acc + the sum over t < N of dot_u8s8(u[t], x(t)), unsigned
-// bytes u[t] <= kMaxU. Without VNNI the products' pair sums add up in int16 for as many units as
-// cannot overflow (kMaxU = 15: 8 units) before one VPMADDWD widens them: exact, and a third of
-// the instructions of a unit at a time.
+// Units of bytes u <= kMaxU whose VPMADDUBSW pair sums add up in int16 without overflow
+// (kMaxU = 15: 8 units).
 template <int kMaxU>
 inline constexpr int kUnitsPerInt16 = 32767 / (2 * kMaxU * 128);
 
@@ -227,6 +225,22 @@ inline Ints pair_sums(const Ints *u, X x, int t0, int n) {
 #endif
 }
 
+// Without VNNI: acc + the pair sums of N units, kUnitsPerInt16 units at a time, each run widened
+// by one VPMADDWD against `pairs` (int16 multipliers, the same in both halves of a lane).
+template <int N, int kMaxU, typename X>
+[[gnu::always_inline]] inline Ints widen_pair_sums(Ints acc, const Ints *u, X x, Ints pairs) {
+    constexpr int kRun = kUnitsPerInt16<kMaxU>;
+    static_assert(kRun >= 1, "unsigned bytes above 127 need VNNI");
+#pragma GCC unroll 8
+    for (int t0 = 0; t0 < N; t0 += kRun) {
+        acc = dot_s16(acc, pair_sums(u, x, t0, N - t0 < kRun ? N - t0 : kRun), pairs);
+    }
+    return acc;
+}
+
+// Dot products of a row of units: acc + the sum over t < N of dot_u8s8(u[t], x(t)), unsigned
+// bytes u[t] <= kMaxU. Without VNNI the products' pair sums add up in int16 before one VPMADDWD
+// widens them: exact, and a third of the instructions of a unit at a time.
 template <int N, int kMaxU, typename X>
 [[gnu::always_inline]] inline Ints dot_units(Ints acc, const Ints *u, X x) {
     if constexpr (kVnni) {
@@ -234,14 +248,7 @@ template <int N, int kMaxU, typename X>
         for (int t = 0; t < N; ++t) acc = dot_u8s8(acc, u[t], x(t));
         return acc;
     } else {
-        constexpr int kRun = kUnitsPerInt16<kMaxU>;
-        static_assert(kRun >= 1, "unsigned bytes above 127 need VNNI");
-#pragma GCC unroll 8
-        for (int t0 = 0; t0 < N; t0 += kRun) {
-            acc = dot_s16(acc, pair_sums(u, x, t0, N - t0 < kRun ? N - t0 : kRun),
-                          Ints::splat32(0x00010001));
-        }
-        return acc;
+        return widen_pair_sums<N, kMaxU>(acc, u, x, Ints::splat32(0x00010001));
     }
 }
 
@@ -255,12 +262,7 @@ template <int N, int kMaxU, typename X>
         if constexpr (N * 4 * kMaxU * 128 <= 32767) return dot_s16(acc, sum, scale.v);
         return acc + mullo32(sum, scale.v);
     } else {
-        constexpr int kRun = kUnitsPerInt16<kMaxU>;
-#pragma GCC unroll 8
-        for (int t0 = 0; t0 < N; t0 += kRun) {
-            acc = dot_s16(acc, pair_sums(u, x, t0, N - t0 < kRun ? N - t0 : kRun), scale.v);
-        }
-        return acc;
+        return widen_pair_sums<N, kMaxU>(acc, u, x, scale.v);
     }
 }
 
