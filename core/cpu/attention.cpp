@@ -21,7 +21,7 @@
 #include "core/cpu/kernels.h"
 #include "core/cpu/simd.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 using namespace simd;
@@ -451,4 +451,4 @@ void register_attention_kernels(KernelTable &table) {
                                          .work_size = flash_attn_work_size};
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

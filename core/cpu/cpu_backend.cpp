@@ -22,25 +22,6 @@ void ComputeParams::barrier() const {
     pool->barrier();
 }
 
-const KernelTable &kernel_table() {
-    static const KernelTable table = [] {
-        KernelTable t{};
-        register_layout_kernels(t);
-        register_rows_kernels(t);
-        register_elementwise_kernels(t);
-        register_unary_kernels(t);
-        register_reduce_kernels(t);
-        register_sort_kernels(t);
-        register_matmul_kernels(t);
-        register_norm_kernels(t);
-        register_rope_kernels(t);
-        register_softmax_kernels(t);
-        register_attention_kernels(t);
-        return t;
-    }();
-    return table;
-}
-
 const float *load_row(DType type, const void *p, size_t stride, int64_t n, float *buf) {
     const DTypeTraits &tr = traits(type);
     if (stride == tr.type_size) {

@@ -6,7 +6,7 @@
 #include "core/cpu/kernels.h"
 #include "core/cpu/unary_math.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 struct Add {
@@ -126,4 +126,4 @@ void register_elementwise_kernels(KernelTable &table) {
                                      .work_size = binary_work};
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

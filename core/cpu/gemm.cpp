@@ -12,7 +12,7 @@
 #include "core/quant/legacy_formats.h"
 #include "core/quant/lut4_formats.h"
 
-namespace loom::cpu::gemm {
+namespace loom::cpu::inline LOOM_ISA::gemm {
 namespace {
 
 using namespace simd;
@@ -106,7 +106,7 @@ constexpr size_t kGroupPrefetchBytes = 2048;
 template <typename W, int NX>
 void narrow_rows(const std::byte *a, size_t nb1, int64_t rows, int64_t K, const float *const *x,
                  float *const *d) {
-    vf total[NX];
+    vf total[NX] = {};  // (K > 0 always; GCC cannot see it)
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
         const int64_t kc = std::min(KC, K - k0);
         vf acc[NX] = {};
@@ -156,7 +156,7 @@ const std::byte *grouped_vector(const std::byte *a, size_t group_bytes, int64_t 
 template <typename W, int G, int NX>
 void narrow_groups(const std::byte *a, size_t group_bytes, int64_t K, const float *const *x,
                    float *const *d) {
-    vf total[G][NX];
+    vf total[G][NX] = {};  // (K > 0 always; GCC cannot see it)
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
         const int64_t kc = std::min(KC, K - k0);
         vf acc[G][NX] = {};
@@ -571,4 +571,4 @@ void run(const ComputeParams &params, const Problem &problem, std::byte *work) {
     }
 }
 
-}  // namespace loom::cpu::gemm
+}  // namespace loom::cpu::inline LOOM_ISA::gemm

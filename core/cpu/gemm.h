@@ -27,8 +27,9 @@
 #include <cstdint>
 
 #include "core/cpu/kernels.h"
+#include "core/isa.h"
 
-namespace loom::cpu::gemm {
+namespace loom::cpu::inline LOOM_ISA::gemm {
 
 // How a float weight dtype is read (block formats go through their traits' vec_dot instead).
 struct WeightOps {
@@ -115,4 +116,4 @@ size_t work_size(DType a_type, int64_t k, int64_t max_n);
 // bytes.
 void run(const ComputeParams &params, const Problem &problem, std::byte *work);
 
-}  // namespace loom::cpu::gemm
+}  // namespace loom::cpu::inline LOOM_ISA::gemm

@@ -4,7 +4,7 @@
 #include "core/cpu/kernels.h"
 #include "loom/fp16.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 int64_t read_index(const Tensor *idx, int64_t i0, int64_t i1, int64_t i2) {
@@ -105,4 +105,4 @@ void register_rows_kernels(KernelTable &table) {
     table[size_t(Op::set_rows)] = {.compute = compute_set_rows, .work_size = set_rows_work};
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <span>
 
+#include "core/isa.h"
 #include "core/op_params.h"
+#include "loom/backend.h"
 #include "loom/core.h"
 
 namespace loom::cpu {
@@ -51,7 +53,23 @@ struct Kernel {
 };
 
 using KernelTable = std::array<Kernel, kOpCount>;
+// The table of the kernels in use (the level core/isa.h selected; core/cpu/dispatch.cpp).
 const KernelTable &kernel_table();
+
+// The kernels of one instruction-set level, as the ISA-neutral rest of the backend sees them.
+struct Variant {
+    KernelTable table;
+    BufferType &(*repack_buffer_type)();
+    bool (*has_repacked_layout)(DType type);
+    bool (*can_repack)(const Tensor *t);
+};
+
+}  // namespace loom::cpu
+
+namespace loom::cpu::inline LOOM_ISA {
+
+// This level's kernels (core/cpu/variant.cpp).
+const Variant &variant();
 
 // One per file, each filling the rows of its op family.
 void register_layout_kernels(
@@ -67,6 +85,10 @@ void register_norm_kernels(KernelTable &table);       // norm.cpp
 void register_rope_kernels(KernelTable &table);       // rope.cpp
 void register_softmax_kernels(KernelTable &table);    // softmax.cpp: soft_max, diag_mask_inf
 void register_attention_kernels(KernelTable &table);  // attention.cpp: flash_attn_ext
+
+}  // namespace loom::cpu::inline LOOM_ISA
+
+namespace loom::cpu {
 
 // ---------------------------------------------------------------------------------------------
 // Helpers shared by kernels

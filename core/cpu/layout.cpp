@@ -2,7 +2,7 @@
 // kernel: their data pointer is set when the view is made.
 #include "core/cpu/kernels.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 // Per-thread scratch for one row converted to floats.
@@ -170,4 +170,4 @@ void register_layout_kernels(KernelTable &table) {
     table[size_t(Op::pad)] = {.compute = compute_pad};
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

@@ -7,7 +7,7 @@
 #include "core/cpu/qgemm.h"
 #include "core/cpu/repack.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 std::byte *bytes(void *p) {
@@ -30,7 +30,7 @@ bool writes_f32_rows(const Tensor *dst) {
 // everything else through gemm.h.
 // (Repacked float weights take gemm.h too, as grouped rows.)
 bool integer_kernels(const Tensor *a) {
-    return is_repacked(a) && traits(a->type).is_quantized;
+    return level_is_repacked(a) && traits(a->type).is_quantized;
 }
 
 void run_product(const ComputeParams &params, const gemm::Problem &problem, const Tensor *a,
@@ -66,7 +66,7 @@ gemm::Job mul_mat_job(const void *ctx, int64_t i) {
             .a_nb0 = a->nb[0],
             .a_nb1 = a->nb[1],
             .a_type = a->type,
-            .a_grouped = is_repacked(a),
+            .a_grouped = level_is_repacked(a),
             .m = a->ne[1],
             .cols = {.b = bytes(b->data) + size_t(i2) * b->nb[2] + size_t(i3) * b->nb[3],
                      .b_nb0 = b->nb[0],
@@ -191,7 +191,7 @@ gemm::Job mul_mat_id_job(const void *ctx, int64_t i) {
             .a_nb0 = as->nb[0],
             .a_nb1 = as->nb[1],
             .a_type = as->type,
-            .a_grouped = is_repacked(as),
+            .a_grouped = level_is_repacked(as),
             .m = as->ne[1],
             .cols = {.b = bytes(b->data),
                      .b_nb0 = b->nb[0],
@@ -257,4 +257,4 @@ void register_matmul_kernels(KernelTable &table) {
                                      .shared_size = mul_mat_id_shared_size};
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

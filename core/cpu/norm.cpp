@@ -8,7 +8,7 @@
 
 #include "core/cpu/kernels.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 constexpr int kLanes = 8;  // one AVX-512 register of doubles
@@ -117,4 +117,4 @@ void register_norm_kernels(KernelTable &table) {
                                    .work_size = norm_work_size};
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

@@ -8,7 +8,7 @@
 
 #include "core/cpu/repack.h"
 
-namespace loom::cpu::qgemm {
+namespace loom::cpu::inline LOOM_ISA::qgemm {
 namespace {
 
 size_t round_up(size_t n, size_t to) {
@@ -126,7 +126,7 @@ void multiply_groups(const gemm::Job &job, const Format &f, int64_t K, int64_t g
 }  // namespace
 
 const Format *format(DType type) {
-    if (!has_repacked_layout(type)) return nullptr;
+    if (!level_has_layout(type)) return nullptr;
     switch (type) {
         case DType::Q4_0:
             return &kFormatQ4_0;
@@ -201,4 +201,4 @@ void run(const ComputeParams &params, const gemm::Problem &problem, DType type, 
     }
 }
 
-}  // namespace loom::cpu::qgemm
+}  // namespace loom::cpu::inline LOOM_ISA::qgemm

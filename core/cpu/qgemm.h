@@ -20,13 +20,14 @@
 #include <cstdint>
 
 #include "core/cpu/gemm.h"
+#include "core/isa.h"
 
-namespace loom::cpu::qgemm {
+namespace loom::cpu::inline LOOM_ISA::qgemm {
 
 // Columns per panel: the widest tile, whose per-column sums share the register file with the
 // weight vectors: 12 with AVX-512's 32 registers, 8 with AVX2's 16 (two per vector of 16 lanes;
 // on a Zen 3 EPYC, Q4_0 pp256 at 113 t/s against 102-106 with 12 and 101 with 4, Q4_K_M level).
-#if defined(__AVX512BW__)
+#if LOOM_X86_AVX512BW
 inline constexpr int kPanel = 12;
 #else
 inline constexpr int kPanel = 8;
@@ -80,4 +81,4 @@ size_t work_size(DType type, int64_t k);
 // bytes, params.shared shared_size bytes.
 void run(const ComputeParams &params, const gemm::Problem &problem, DType type, std::byte *work);
 
-}  // namespace loom::cpu::qgemm
+}  // namespace loom::cpu::inline LOOM_ISA::qgemm

@@ -18,7 +18,7 @@
 #include "core/cpu/qgemm_simd.h"
 #include "core/quant/lut4_formats.h"
 
-namespace loom::cpu::qgemm {
+namespace loom::cpu::inline LOOM_ISA::qgemm {
 
 #if LOOM_VNNI512_KERNELS
 namespace {
@@ -130,4 +130,4 @@ const Format kFormatIQ4_XS{.act_type = DType::Q8_K,
 const Format kFormatIQ4_XS{};
 #endif
 
-}  // namespace loom::cpu::qgemm
+}  // namespace loom::cpu::inline LOOM_ISA::qgemm

@@ -18,7 +18,7 @@
 #include "core/cpu/qgemm_simd.h"
 #include "core/quant/k_blocks.h"
 
-namespace loom::cpu::qgemm {
+namespace loom::cpu::inline LOOM_ISA::qgemm {
 
 #if LOOM_INTEGER_KERNELS
 namespace {
@@ -293,4 +293,4 @@ const Format kFormatQ6_K{.act_type = DType::Q8_K,
 const Format kFormatQ4_K{}, kFormatQ5_K{}, kFormatQ6_K{};
 #endif
 
-}  // namespace loom::cpu::qgemm
+}  // namespace loom::cpu::inline LOOM_ISA::qgemm

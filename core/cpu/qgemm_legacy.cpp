@@ -17,7 +17,7 @@
 #include "core/quant/legacy_formats.h"
 #include "loom/fp16.h"
 
-namespace loom::cpu::qgemm {
+namespace loom::cpu::inline LOOM_ISA::qgemm {
 
 #if LOOM_INTEGER_KERNELS
 namespace {
@@ -97,4 +97,4 @@ const Format kFormatQ8_0{.act_type = DType::Q8_0,
 const Format kFormatQ4_0{}, kFormatQ8_0{};
 #endif
 
-}  // namespace loom::cpu::qgemm
+}  // namespace loom::cpu::inline LOOM_ISA::qgemm

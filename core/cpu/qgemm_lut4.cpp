@@ -21,7 +21,7 @@
 #include "core/quant/lut4_formats.h"
 #include "loom/fp16.h"
 
-namespace loom::cpu::qgemm {
+namespace loom::cpu::inline LOOM_ISA::qgemm {
 
 #if LOOM_VNNI512_KERNELS
 namespace {
@@ -129,4 +129,4 @@ const Format kFormatIQ4_NL{.act_type = DType::Q8_0,
 const Format kFormatMXFP4{}, kFormatIQ4_NL{};
 #endif
 
-}  // namespace loom::cpu::qgemm
+}  // namespace loom::cpu::inline LOOM_ISA::qgemm

@@ -3,10 +3,11 @@
 // (Q4_0, Q8_0, MXFP4, IQ4_NL): Q8_0 activations laid out column by column within each block.
 #include <cstring>
 
+#include "core/isa.h"
 #include "core/quant/legacy_formats.h"
 #include "loom/fp16.h"
 
-namespace loom::cpu::qgemm::q8_0_panel {
+namespace loom::cpu::inline LOOM_ISA::qgemm::q8_0_panel {
 
 constexpr int kBlock = quant::kLegacyBlock;
 // Per block and column: the 32 quants, d_a, and -offset * sum(a). The weights' codes are made
@@ -29,4 +30,4 @@ void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *pane
     }
 }
 
-}  // namespace loom::cpu::qgemm::q8_0_panel
+}  // namespace loom::cpu::inline LOOM_ISA::qgemm::q8_0_panel

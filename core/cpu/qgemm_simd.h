@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/cpu/repack.h"
+#include "core/isa.h"
 
 #if LOOM_INTEGER_KERNELS
 #include <immintrin.h>
@@ -18,16 +19,16 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-namespace loom::cpu::qgemm {
+namespace loom::cpu::inline LOOM_ISA::qgemm {
 
-#if defined(__AVX512BW__)
+#if LOOM_X86_AVX512BW
 #define LOOM_QGEMM_512 1
 #else
 #define LOOM_QGEMM_512 0
 #endif
 // A VNNI dot product (VPDPBUSD) takes unsigned bytes up to 255; the AVX2 emulation
 // (VPMADDUBSW, which saturates the sum of two products to int16) only up to 127.
-#if (LOOM_QGEMM_512 && defined(__AVX512VNNI__)) || (!LOOM_QGEMM_512 && defined(__AVXVNNI__))
+#if (LOOM_QGEMM_512 && LOOM_X86_AVX512VNNI) || (!LOOM_QGEMM_512 && LOOM_X86_AVXVNNI)
 #define LOOM_QGEMM_VNNI 1
 #else
 #define LOOM_QGEMM_VNNI 0
@@ -334,10 +335,10 @@ inline Floats fmadd(Floats a, Floats b, Floats c) {
 }
 #endif
 
-}  // namespace loom::cpu::qgemm
+}  // namespace loom::cpu::inline LOOM_ISA::qgemm
 
 #if LOOM_VNNI512_KERNELS
-namespace loom::cpu::qgemm {
+namespace loom::cpu::inline LOOM_ISA::qgemm {
 
 // The table-indexed tiles' AVX-512 helpers.
 inline __m512i broadcast_i32(const std::byte *p) {
@@ -360,7 +361,7 @@ class NibbleTable {
     explicit NibbleTable(const uint8_t *values)
         : table_(
               _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i *>(values)))) {}
-#if defined(__AVX512VBMI__)
+#if LOOM_X86_AVX512VBMI
     // VPERMB reads 6 bits of each index and the table repeats every 16 bytes, so the 2 bits above
     // the nibble do not matter: no mask.
     __m512i low(__m512i v) const {
@@ -386,7 +387,7 @@ class NibbleTable {
     __m512i table_;
 };
 
-}  // namespace loom::cpu::qgemm
+}  // namespace loom::cpu::inline LOOM_ISA::qgemm
 
 #endif
 

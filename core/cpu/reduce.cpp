@@ -1,7 +1,7 @@
 // Row reductions: sum_rows, mean, argmax.
 #include "core/cpu/kernels.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 // Sums in double, left to right, so the result does not depend on thread count or row length
@@ -52,4 +52,4 @@ void register_reduce_kernels(KernelTable &table) {
     table[size_t(Op::argmax)] = {.compute = compute_argmax};
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

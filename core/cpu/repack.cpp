@@ -9,7 +9,7 @@
 #include "loom/cpu.h"
 #include "loom/error.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 // One field of a block: `size` bytes at byte `offset`, interleaved across the 16 rows in units
@@ -191,22 +191,22 @@ class RepackBuffer : public Buffer {
     size_t size() const override { return host_->size(); }
     bool is_host() const override { return true; }
     void set_tensor(Tensor *t, const void *data, size_t offset, size_t size) override {
-        if (!can_repack(t)) return host_->set_tensor(t, data, offset, size);
+        if (!level_can_repack(t)) return host_->set_tensor(t, data, offset, size);
         require_whole(t, offset, size, "set_tensor");
         repack_rows(t->type, data, t->data, t->nrows(), t->nb[1]);
     }
     void get_tensor(const Tensor *t, void *data, size_t offset, size_t size) override {
-        if (!can_repack(t)) return host_->get_tensor(t, data, offset, size);
+        if (!level_can_repack(t)) return host_->get_tensor(t, data, offset, size);
         require_whole(t, offset, size, "get_tensor");
         unpack_rows(t->type, t->data, data, t->nrows(), t->nb[1]);
     }
     void memset_tensor(Tensor *t, uint8_t value, size_t offset, size_t size) override {
-        if (can_repack(t)) fail("repack", "memset_tensor of repacked {}", describe(t));
+        if (level_can_repack(t)) fail("repack", "memset_tensor of repacked {}", describe(t));
         host_->memset_tensor(t, value, offset, size);
     }
     bool cpy_tensor(const Tensor *src, Tensor *dst) override {
-        if (!can_repack(dst)) return host_->cpy_tensor(src, dst);
-        if (src->nbytes() != dst->nbytes() || src->data == nullptr || is_repacked(src))
+        if (!level_can_repack(dst)) return host_->cpy_tensor(src, dst);
+        if (src->nbytes() != dst->nbytes() || src->data == nullptr || level_is_repacked(src))
             return false;
         set_tensor(dst, src->data, 0, dst->nbytes());
         return true;
@@ -237,17 +237,23 @@ class RepackBufferType : public BufferType {
 
 }  // namespace
 
-bool has_repacked_layout(DType type) {
+bool level_has_layout(DType type) {
     return has_kernels(type) && kLayouts[size_t(type)].n_fields > 0;
 }
 
-bool can_repack(const Tensor *t) {
-    return has_repacked_layout(t->type) && t->view_src == nullptr && t->is_contiguous() &&
+bool level_can_repack(const Tensor *t) {
+    return level_has_layout(t->type) && t->view_src == nullptr && t->is_contiguous() &&
            t->ne[1] % kRepackRows == 0;
 }
 
-bool is_repacked(const Tensor *t) {
-    return t->buffer != nullptr && &t->buffer->type() == &cpu_repack_buffer_type() && can_repack(t);
+bool level_is_repacked(const Tensor *t) {
+    return t->buffer != nullptr && &t->buffer->type() == &level_repack_buffer_type() &&
+           level_can_repack(t);
+}
+
+BufferType &level_repack_buffer_type() {
+    static RepackBufferType type;
+    return type;
 }
 
 void repack_rows(DType type, const void *src, void *dst, int64_t rows, size_t row_bytes) {
@@ -258,17 +264,4 @@ void unpack_rows(DType type, const void *src, void *dst, int64_t rows, size_t ro
     convert_rows(type, src, dst, rows, row_bytes, false);
 }
 
-}  // namespace loom::cpu
-
-namespace loom {
-
-BufferType &cpu_repack_buffer_type() {
-    static cpu::RepackBufferType type;
-    return type;
-}
-
-bool cpu_repacks(const Tensor *t) {
-    return cpu::can_repack(t);
-}
-
-}  // namespace loom
+}  // namespace loom::cpu::inline LOOM_ISA

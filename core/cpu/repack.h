@@ -19,25 +19,27 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/isa.h"
+#include "loom/backend.h"
 #include "loom/tensor.h"
 
 // The integer kernels of Q4_0, Q8_0, Q4_K, Q5_K and Q6_K run on 64 bytes of a group at once:
 // one AVX-512BW register or two AVX2 ones (core/cpu/qgemm_simd.h), with F16C for the scales.
-#if (defined(__AVX512BW__) || (defined(__AVX2__) && defined(__FMA__))) && defined(__F16C__)
+#if (LOOM_X86_AVX512BW || (LOOM_X86_AVX2 && LOOM_X86_FMA)) && LOOM_X86_F16C
 #define LOOM_INTEGER_KERNELS 1
 #else
 #define LOOM_INTEGER_KERNELS 0
 #endif
 // Those of MXFP4, IQ4_NL and IQ4_XS need AVX-512 VNNI: their table values made unsigned reach 241,
 // which only VPDPBUSD multiplies exactly.
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__F16C__)
+#if LOOM_X86_AVX512VNNI && LOOM_X86_AVX512BW && LOOM_X86_F16C
 #define LOOM_VNNI512_KERNELS 1
 #else
 #define LOOM_VNNI512_KERNELS 0
 #endif
 // The grouped float GEMM of F16 and BF16 (core/cpu/gemm.cpp) reads a group's 16 rows as one
 // vector of 16 floats (AVX-512) or two of 8 (AVX2), and its panels of 2 vectors hold whole groups.
-#if defined(__AVX512F__) || defined(__AVX2__)
+#if LOOM_X86_AVX512F || LOOM_X86_AVX2
 #define LOOM_GROUPED_FLOAT_KERNELS 1
 #else
 #define LOOM_GROUPED_FLOAT_KERNELS 0
@@ -48,19 +50,29 @@ namespace loom::cpu {
 // Rows interleaved per group.
 inline constexpr int64_t kRepackRows = 16;
 
-// True when `type` has a repacked layout and this build has its kernels: Q4_0, Q8_0, Q4_K, Q5_K,
-// Q6_K, F16, BF16 (AVX2 or AVX-512), MXFP4, IQ4_NL, IQ4_XS (AVX-512 VNNI).
+// The answers of the kernels in use (the level core/isa.h selected; core/cpu/dispatch.cpp):
+// True when `type` has a repacked layout and those kernels read it: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K,
+// F16, BF16 (AVX2 or AVX-512), MXFP4, IQ4_NL, IQ4_XS (AVX-512 VNNI).
 bool has_repacked_layout(DType type);
-
 // True when t can be stored repacked: a type with a layout, contiguous, rows a multiple of 16.
 bool can_repack(const Tensor *t);
-
 // True when t's bytes are stored repacked (t lives in cpu_repack_buffer_type() and can_repack).
 bool is_repacked(const Tensor *t);
+
+}  // namespace loom::cpu
+
+namespace loom::cpu::inline LOOM_ISA {
+
+// The same three questions answered by this level's kernels, which ask them of themselves.
+bool level_has_layout(DType type);
+bool level_can_repack(const Tensor *t);
+bool level_is_repacked(const Tensor *t);
+// This level's buffer type for weights (cpu_repack_buffer_type() of the level in use).
+BufferType &level_repack_buffer_type();
 
 // Converts `rows` (a multiple of 16) rows of `row_bytes` each between the file's layout and the
 // repacked one; src and dst do not overlap.
 void repack_rows(DType type, const void *src, void *dst, int64_t rows, size_t row_bytes);
 void unpack_rows(DType type, const void *src, void *dst, int64_t rows, size_t row_bytes);
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

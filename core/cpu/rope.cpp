@@ -6,7 +6,7 @@
 
 #include "core/cpu/kernels.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 // Rows of a are (head, token, batch) with heads fastest. The cos/sin table depends only on the
@@ -156,4 +156,4 @@ void register_rope_kernels(KernelTable &table) {
         .compute = compute_rope, .supports = supports_rope, .work_size = rope_work_size};
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

@@ -7,17 +7,18 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/isa.h"
 #include "loom/fp16.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
-namespace loom::cpu::simd {
+namespace loom::cpu::inline LOOM_ISA::simd {
 
-#if defined(__AVX512F__)
+#if LOOM_X86_AVX512F
 #define LOOM_VEC_BYTES 64
-#elif defined(__AVX2__)
+#elif LOOM_X86_AVX2
 #define LOOM_VEC_BYTES 32
 #else
 #define LOOM_VEC_BYTES 16
@@ -31,7 +32,7 @@ typedef uint32_t vu __attribute__((vector_size(LOOM_VEC_BYTES)));
 inline constexpr int VL = LOOM_VEC_BYTES / int(sizeof(float));  // floats per vector
 // Architectural vector registers, which bound register tiles: 32 with AVX-512 and on AArch64,
 // 16 for SSE/AVX2.
-#if defined(__AVX512F__) || defined(__aarch64__)
+#if LOOM_X86_AVX512F || defined(__aarch64__)
 inline constexpr int kVecRegs = 32;
 #else
 inline constexpr int kVecRegs = 16;
@@ -67,9 +68,9 @@ inline vi splat_int(int32_t x) {
 inline vf fmadd(vf a, vf b, vf c) {
 #if LOOM_VEC_BYTES == 64
     return _mm512_fmadd_ps(a, b, c);
-#elif LOOM_VEC_BYTES == 32 && defined(__FMA__)
+#elif LOOM_VEC_BYTES == 32 && LOOM_X86_FMA
     return _mm256_fmadd_ps(a, b, c);
-#elif LOOM_VEC_BYTES == 16 && defined(__FMA__)
+#elif LOOM_VEC_BYTES == 16 && LOOM_X86_FMA
     return _mm_fmadd_ps(a, b, c);
 #else
     return a * b + c;
@@ -167,9 +168,9 @@ struct LoadF16 {
         // The zero-masked form: the plain one trips GCC 12's -Wmaybe-uninitialized.
         return _mm512_maskz_cvtph_ps(__mmask16(0xffff),
                                      _mm256_loadu_si256(reinterpret_cast<const __m256i *>(h)));
-#elif LOOM_VEC_BYTES == 32 && defined(__F16C__)
+#elif LOOM_VEC_BYTES == 32 && LOOM_X86_F16C
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(h)));
-#elif LOOM_VEC_BYTES == 16 && defined(__F16C__)
+#elif LOOM_VEC_BYTES == 16 && LOOM_X86_F16C
         return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(h)));
 #else
         vf v;
@@ -196,4 +197,4 @@ struct LoadBF16 {
     }
 };
 
-}  // namespace loom::cpu::simd
+}  // namespace loom::cpu::inline LOOM_ISA::simd

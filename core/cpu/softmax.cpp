@@ -12,7 +12,7 @@
 #include "core/cpu/kernels.h"
 #include "core/cpu/simd.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 using namespace simd;
@@ -154,4 +154,4 @@ void register_softmax_kernels(KernelTable &table) {
                                         .work_size = diag_mask_inf_work_size};
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

@@ -13,7 +13,7 @@
 
 #include "core/cpu/kernels.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 // Branch-free: rows of random values would mispredict a branch on the sign half the time.
@@ -87,4 +87,4 @@ void register_sort_kernels(KernelTable &table) {
         .compute = compute_argsort_top_k, .supports = supports_sort, .work_size = sort_work_size};
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

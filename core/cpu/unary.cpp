@@ -5,7 +5,7 @@
 #include "core/cpu/kernels.h"
 #include "core/cpu/unary_math.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 // Each functor maps one float; `setup` reads the node's parameters once.
@@ -94,4 +94,4 @@ void register_unary_kernels(KernelTable &table) {
     table[size_t(Op::relu)] = unary_kernel<Plain<relu_f32>>();
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

@@ -3,9 +3,10 @@
 #include <cmath>
 
 #include "core/cpu/simd.h"
+#include "core/isa.h"
 #include "loom/fp16.h"
 
-namespace loom::cpu {
+namespace loom::cpu::inline LOOM_ISA {
 
 inline float sigmoid_f32(float x) {
     return 1.0f / (1.0f + std::exp(-x));
@@ -38,4 +39,4 @@ inline float softplus_f32(float x) {
     return x > 20.0f ? x : std::log1p(std::exp(x));
 }
 
-}  // namespace loom::cpu
+}  // namespace loom::cpu::inline LOOM_ISA

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <cstring>
 
-namespace loom::quant {
+#include "core/isa.h"
+
+namespace loom::quant::inline LOOM_ISA {
 
 inline constexpr int QK_K = 256;
 
@@ -110,7 +112,7 @@ float dot_q4_k_scalar(int64_t n, const void *x, const void *y);
 float dot_q5_k_scalar(int64_t n, const void *x, const void *y);
 float dot_q6_k_scalar(int64_t n, const void *x, const void *y);
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if LOOM_X86_AVX2 && LOOM_X86_FMA
 // As ggml's AVX2 kernels compute them, float order included (k_dot_avx2.cpp): the numbers
 // llama.cpp's x86 backends give. Their order differs from the generic one.
 float dot_q2_k_avx2(int64_t n, const void *x, const void *y);
@@ -120,4 +122,4 @@ float dot_q5_k_avx2(int64_t n, const void *x, const void *y);
 float dot_q6_k_avx2(int64_t n, const void *x, const void *y);
 #endif
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

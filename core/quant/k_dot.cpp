@@ -10,7 +10,7 @@
 #include "core/quant/k_blocks.h"
 #include "loom/fp16.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 constexpr int kLanes = 8;
@@ -322,4 +322,4 @@ float dot_q6_k_scalar(int64_t n, const void *x, const void *y) {
     return dot_without_mins<BlockQ6K, false>(n, x, y);
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

@@ -6,14 +6,14 @@
 // exact, so only this float order decides the result.
 #include "core/quant/k_blocks.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if LOOM_X86_AVX2 && LOOM_X86_FMA
 #include <immintrin.h>
 
 #include <cmath>
 
 #include "loom/fp16.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), as ggml's hsum_float_8.
@@ -237,6 +237,6 @@ float dot_q6_k_avx2(int64_t n, const void *vx, const void *vy) {
     return hsum_float_8(acc);
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA
 
 #endif

@@ -11,7 +11,7 @@
 #include "core/quant/k_blocks.h"
 #include "loom/error.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 // Below this largest |x| a group counts as all zero (ggml's GROUP_MAX_EPS).
@@ -190,4 +190,4 @@ float fit_with_min(int n, int nmax, const float *x, const float *weights, uint8_
     return scale;
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

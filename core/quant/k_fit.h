@@ -4,7 +4,9 @@
 // match llama-quantize's byte for byte.
 #include <cstdint>
 
-namespace loom::quant {
+#include "core/isa.h"
+
+namespace loom::quant::inline LOOM_ISA {
 
 // Symmetric levels -nmax .. nmax-1 weighted by x^2 (ggml's make_qx_quants, rmse_type 1, no
 // importance): starts from the scale that maps the largest |x| to -nmax, tries 18 nearby scales
@@ -22,4 +24,4 @@ float fit_symmetric_refined(int n, int nmax, const float *x, int8_t *L);
 float fit_with_min(int n, int nmax, const float *x, const float *weights, uint8_t *L,
                    float &min_out, float rmin, float rdelta, int nstep, bool use_mad);
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

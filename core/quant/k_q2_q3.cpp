@@ -10,7 +10,7 @@
 #include "core/quant/k_fit.h"
 #include "loom/fp16.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 // Per 128 elements, byte l of 32 holds elements l, l + 32, l + 64, l + 96 in bits 0-1 ... 6-7.
@@ -175,4 +175,4 @@ void dequantize_q3_k(const void *vx, float *y, int64_t n) {
     }
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

@@ -9,7 +9,7 @@
 #include "core/quant/k_fit.h"
 #include "loom/fp16.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 // Fits the 8 sub-blocks of one super-block with an offset (levels 0 .. nmax), then stores the
@@ -148,4 +148,4 @@ void dequantize_q5_k(const void *vx, float *y, int64_t n) {
     }
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

@@ -10,7 +10,7 @@
 #include "core/quant/k_fit.h"
 #include "loom/fp16.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 // Below this largest |scale| a super-block is stored as zeros (ggml's GROUP_MAX_EPS).
@@ -136,4 +136,4 @@ void dequantize_q8_k(const void *vx, float *y, int64_t n) {
     }
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

@@ -3,7 +3,7 @@
 #include "core/quant/k_blocks.h"
 #include "core/quant/quant.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 struct KFormat {
@@ -16,7 +16,7 @@ struct KFormat {
 
 // Where the build has AVX2 and FMA, the dot products are ggml's AVX2 kernels with their float
 // order; elsewhere the generic order, computed with vectors.
-#if defined(__AVX2__) && defined(__FMA__)
+#if LOOM_X86_AVX2 && LOOM_X86_FMA
 constexpr auto kDotQ2K = dot_q2_k_avx2;
 constexpr auto kDotQ3K = dot_q3_k_avx2;
 constexpr auto kDotQ4K = dot_q4_k_avx2;
@@ -55,4 +55,4 @@ void fill_k_traits(TraitsTable &table) {
     q8.from_float = quantize_q8_k;
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

@@ -13,7 +13,7 @@
 #include "core/quant/quant.h"
 #include "loom/fp16.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 constexpr int QK = kLegacyBlock;
@@ -299,4 +299,4 @@ void fill_legacy_traits(TraitsTable &table) {
     set_row(table, DType::Q8_1, dequantize_q8_1, quantize_q8_1, DType::Q8_1, nullptr, nullptr);
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

@@ -7,7 +7,7 @@
 #include "core/quant/legacy_formats.h"
 #include "loom/fp16.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 // Returns d; the quants go to qs.
@@ -41,4 +41,4 @@ void quantize_activations_q8_1(const float *x, void *y, int64_t n) {
     }
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

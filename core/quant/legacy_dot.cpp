@@ -8,12 +8,12 @@
 #include "core/quant/quant.h"
 #include "loom/fp16.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if LOOM_X86_AVX2 && LOOM_X86_FMA
 #include <immintrin.h>
 #define LOOM_LEGACY_AVX2 1
 #endif
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 constexpr int QK = kLegacyBlock;
@@ -89,7 +89,7 @@ constexpr bool kHasMin = requires(const typename F::Block &b) {
 
 // The same value as fp16_to_f32 (every half is a float), in one instruction where F16C exists.
 float half_to_float(uint16_t h) {
-#if defined(__F16C__)
+#if LOOM_X86_F16C
     return _cvtsh_ss(h);
 #else
     return fp16_to_f32(h);
@@ -131,7 +131,7 @@ __m256i weight_bytes(const typename F::Block &b) {
 // Lane l: the sum of products 4l .. 4l + 3 of unsigned x and signed y bytes (exact: the 16-bit
 // pair sums of maddubs stay below 2 * 128 * 127).
 __m256i lane_sums_unsigned(__m256i x, __m256i y) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#if LOOM_X86_AVX512VNNI && LOOM_X86_AVX512VL
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), x, y);
 #else
     return _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1));
@@ -261,4 +261,4 @@ DotColumns legacy_dot_columns(DType type) {
     }
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

@@ -3,9 +3,10 @@
 // for byte as GGUF stores them, and the dot products of core/quant/legacy_dot.cpp.
 #include <cstdint>
 
+#include "core/isa.h"
 #include "loom/tensor.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 
 inline constexpr int kLegacyBlock = 32;  // elements per block of every legacy format
 
@@ -88,4 +89,4 @@ using DotColumns = void (*)(int64_t n, const void *x, const void *const *ys, int
                             float *out);
 DotColumns legacy_dot_columns(DType type);
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

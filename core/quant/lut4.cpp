@@ -11,7 +11,7 @@
 #include "core/quant/quant.h"
 #include "loom/fp16.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 constexpr int QK = kLut4Block;
@@ -279,4 +279,4 @@ void fill_lut4_traits(TraitsTable &table) {
     xs.vec_dot_scalar = dot_iq4_xs_q8_k_generic;
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

@@ -7,19 +7,19 @@
 #include "core/quant/quant.h"
 #include "loom/fp16.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if LOOM_X86_AVX2 && LOOM_X86_FMA
 #include <immintrin.h>
 #define LOOM_LUT4_AVX2 1
 #endif
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 namespace {
 
 constexpr int QK = kLut4Block;
 constexpr int kLanes = 8;  // ggml's AVX2 accumulator: 8 floats, each fed 4 products per block
 
 float half_to_float(uint16_t h) {
-#if defined(LOOM_LUT4_AVX2) && defined(__F16C__)
+#if defined(LOOM_LUT4_AVX2) && LOOM_X86_F16C
     return _cvtsh_ss(h);
 #else
     return fp16_to_f32(h);
@@ -265,4 +265,4 @@ DotColumns lut4_dot_columns(DType type) {
     }
 }
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

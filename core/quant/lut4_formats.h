@@ -6,10 +6,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/isa.h"
 #include "core/quant/k_blocks.h"
 #include "core/quant/legacy_formats.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 
 inline constexpr int kLut4Block = 32;  // elements per MXFP4 / IQ4_NL block, per IQ4_XS sub-block
 
@@ -101,4 +102,4 @@ float dot_iq4_xs_q8_k_generic(int64_t n, const void *x, const void *y);
 // decoded once for all the columns; null for other types.
 DotColumns lut4_dot_columns(DType type);
 
-}  // namespace loom::quant
+}  // namespace loom::quant::inline LOOM_ISA

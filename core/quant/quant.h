@@ -3,9 +3,10 @@
 // the reference quantizer, vec_dot_type and the dot products).
 #include <array>
 
+#include "core/isa.h"
 #include "loom/tensor.h"
 
-namespace loom::quant {
+namespace loom::quant::inline LOOM_ISA {
 
 // A row's bytes seen as its blocks.
 template <typename Block>
@@ -23,4 +24,7 @@ void fill_legacy_traits(TraitsTable &table);  // legacy.cpp: Q4_0, Q4_1, Q5_0, Q
 void fill_k_traits(TraitsTable &table);       // k_quants.cpp: Q2_K ... Q6_K, Q8_K
 void fill_lut4_traits(TraitsTable &table);    // lut4.cpp: MXFP4, IQ4_NL, IQ4_XS
 
-}  // namespace loom::quant
+// This level's whole table (traits_table.cpp); loom::traits() reads the selected level's.
+const TraitsTable &traits_table();
+
+}  // namespace loom::quant::inline LOOM_ISA

@@ -60,4 +60,8 @@ BufferType &cpu_repack_buffer_type();
 // Whether cpu_repack_buffer_type() would store t interleaved (otherwise it holds a plain copy).
 bool cpu_repacks(const Tensor *t);
 
+// Which kernels this process runs: the instruction-set level a portable build chose at start
+// (or LOOM_ISA set), or the extensions a native build was compiled for (`loom --version`).
+std::string cpu_kernels_description();
+
 }  // namespace loom

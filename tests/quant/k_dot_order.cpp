@@ -12,7 +12,7 @@
 #include "loom/tensor.h"
 #include "tests/quant/quant_test_util.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if LOOM_X86_AVX2 && LOOM_X86_FMA
 
 namespace loom {
 namespace {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/isa.h"
 #include "core/quant/k_blocks.h"
 #include "loom/tensor.h"
 #include "tests/quant/quant_test_util.h"
@@ -67,12 +68,15 @@ TEST_P(KQuant, ZeroAndConstantRowsRoundTrip) {
 class KQuantDot : public testing::TestWithParam<DType> {};
 
 // With AVX2 and FMA, vec_dot is ggml's AVX2 kernel (k_dot_order.cpp checks its order); otherwise
-// the generic-order vector variant, which matches vec_dot_scalar bit for bit.
-#if defined(__AVX2__) && defined(__FMA__)
-constexpr bool kVecDotFollowsGgmlAvx2Order = true;
+// the generic-order vector variant, which matches vec_dot_scalar bit for bit. A native build's
+// target says which; a portable build's kernels are those of the level it chose (core/isa.h).
+bool vec_dot_follows_ggml_avx2_order() {
+#if defined(LOOM_PORTABLE)
+    return isa::selected() != isa::Level::baseline;
 #else
-constexpr bool kVecDotFollowsGgmlAvx2Order = false;
+    return LOOM_X86_AVX2 && LOOM_X86_FMA;
 #endif
+}
 
 // vec_dot of a K row with Q8_K activations equals the double dot of the two dequantized rows up to
 // float accumulation: within 1e-5 of sum |a_i b_i| (relative to the magnitude of the terms, so a
@@ -95,7 +99,7 @@ TEST_P(KQuantDot, VecDotMatchesDoubleDotOfDequantized) {
         const float dot_scalar = t.vec_dot_scalar(kRow, wq.data(), aq.data());
         EXPECT_LE(std::fabs(dot - ref), 1e-5 * mag) << dtype_name(type) << " seed " << seed;
         EXPECT_LE(std::fabs(dot_scalar - ref), 1e-5 * mag) << dtype_name(type) << " seed " << seed;
-        if (kVecDotFollowsGgmlAvx2Order) {
+        if (vec_dot_follows_ggml_avx2_order()) {
             // A different float order over the same exact integer sums: a few roundings apart.
             EXPECT_LE(std::fabs(dot - dot_scalar), 1e-6 * mag)
                 << dtype_name(type) << " seed " << seed;

@@ -21,6 +21,7 @@
 #include "engine/context/context.h"
 #include "engine/memory/kv_cache.h"
 #include "engine/model/model.h"
+#include "loom/cpu.h"
 #include "loom/error.h"
 #include "tools/loom/bench_report.h"
 #include "tools/loom/commands.h"
@@ -228,6 +229,7 @@ void run_bench(const BenchOptions &o, const BenchColumns &columns) {
     const BenchEnvironment env{.cpu_info = cpu_model_name(), .build_commit = LOOM_BUILD_COMMIT};
     const bool json = o.output == "json";
     bool first_row = true;
+    fmt::print(stderr, "CPU: {}; kernels: {}\n", env.cpu_info, cpu_kernels_description());
     if (o.output == "md") fmt::print("{}", bench_markdown_header(columns));
     if (json) fmt::print("[\n");
     for (const std::string &path : o.models) {

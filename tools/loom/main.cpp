@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "loom/backend.h"
+#include "loom/cpu.h"
 #include "loom/error.h"
 #include "tools/loom/commands.h"
 
@@ -27,6 +28,14 @@ int main(int argc, char **argv) {
     CLI::App app{"Loom runs large language models from GGUF files.", "loom"};
     bool show_backends = false;
     app.add_flag("--list-backends", show_backends, "list the compute backends and exit");
+    app.add_flag_callback(
+        "--version",
+        [] {
+            std::printf("loom %s\nkernels: %s\n", LOOM_BUILD_COMMIT,
+                        loom::cpu_kernels_description().c_str());
+            throw CLI::Success();
+        },
+        "print the build and the CPU kernels in use, and exit");
     app.require_subcommand(0, 1);
     int exit_code = 0;
     loom::tools::add_demo_command(app, exit_code);
