@@ -24,6 +24,11 @@ constexpr std::array<bool, kOpCount> kOpInPlace = {{
 
 }  // namespace
 
+// Every level's entry point; the level of this object's own headers (LOOM_ISA) was declared
+// inline there, and clang warns when it is reopened here without the keyword.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Winline-namespace-reopened-noninline"
+#endif
 #define LOOM_DECLARE_TABLE(level)      \
     namespace quant::level {           \
     const TraitsTable &traits_table(); \

@@ -6,9 +6,10 @@
 // (-march=native), in the namespace `native`. A portable build (-DLOOM_NATIVE=OFF) targets
 // baseline x86-64 and compiles them once per level below, each in a namespace of the level's
 // name (loom::cpu::avx2::..., loom::quant::avx512::...) with that level's extensions enabled by
-// `#pragma GCC target` (core/isa_variant.h); at the first graph the process asks the CPU
-// (cpuid) and uses the best level it runs. Everything outside those namespaces stays baseline
-// x86-64, which tests/tools/check_portable.sh checks on the disassembly.
+// `#pragma GCC target` (core/isa_variant.h); at the first use of a dtype's traits or a kernel the
+// process asks the CPU (cpuid) and uses the best level it runs. Everything outside those
+// namespaces stays baseline x86-64, which tests/tools/check_portable.sh checks on the
+// disassembly.
 //
 // The kernel sources test the LOOM_X86_* macros below, never the compiler's __AVX2__ & co.:
 // GCC does not define those under `#pragma GCC target` in C++.

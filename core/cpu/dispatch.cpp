@@ -5,6 +5,11 @@
 
 namespace loom::cpu {
 
+// Every level's entry point; the level of this object's own headers (LOOM_ISA) was declared
+// inline there, and clang warns when it is reopened here without the keyword.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Winline-namespace-reopened-noninline"
+#endif
 #define LOOM_DECLARE_VARIANT(level) \
     namespace level {               \
     const Variant &variant();       \

@@ -92,12 +92,14 @@ Tensor *GraphContext::build_moe_ffn(Tensor *cur, const MoeWeights &moe, const Mo
     name(weights, "ffn_moe_weights", il);
 
     // Each chosen expert's bias row added to its output t [n_out, k, n_tokens] (ggml's add_id).
+    // (a copy of the structured binding: C++20 lets a lambda capture one, clang 14 does not)
+    Tensor *const chosen = selected;
     Tensor *selected_flat = nullptr;
     auto add_bias = [&](Tensor *t, Tensor *bias) {
         if (bias == nullptr) return t;
         if (selected_flat == nullptr) {
-            selected_flat = reshape(
-                ctx0, selected->is_contiguous() ? selected : cont(ctx0, selected), {k * n_tok});
+            selected_flat =
+                reshape(ctx0, chosen->is_contiguous() ? chosen : cont(ctx0, chosen), {k * n_tok});
         }
         Tensor *rows = get_rows(ctx0, bias, selected_flat);  // [n_out, k * n_tokens]
         return add(ctx0, t, reshape(ctx0, rows, {t->ne[0], k, n_tok}));
