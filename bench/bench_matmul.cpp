@@ -8,18 +8,22 @@
 //   mul_mat/<type>_n<N>/threads:<t>  block formats (Q4_0, Q8_0, Q4_K, Q6_K, MXFP4, IQ4_NL,
 //                                    IQ4_XS) next to F16, same shape
 //   mul_mat/<type>_n1_dram/...       weights of at least 128 MiB ([4096, M]), past the 48 MiB L3
+//   flash_attn/<case>/threads:<t>    flash_attn_ext with the 1B Llama's heads (64 wide, 32 query
+//                                    heads on 8 kv heads, F16 cache, causal mask) for a ubatch
+//                                    of 512 queries or one, after `depth` cached positions
 //
-// GFLOPS counts 2 * M * N * K per product; GB/s (N = 1) counts the weight bytes read.
-// %peak (N > 1) divides GFLOPS by fma_peak at the same thread count, %bw (N = 1) divides GB/s by
-// read_bw at the same thread count; both need those cases to have run first in the same process.
-// The machine's figures are the median over iterations (median_GFLOPS, median_GB/s): on a shared
-// machine one iteration that another process interrupted, or one at a passing turbo clock, would
-// move a mean (or a best) and every ratio with it.
-// Run: make bench   (or build/release/bench/loom-bench-matmul --benchmark_counters_tabular=true)
+// GFLOPS counts 2 * M * N * K per product (for attention, 4 * head size per visible score); GB/s (N
+// = 1) counts the weight bytes read. %peak (N > 1) divides GFLOPS by fma_peak at the same thread
+// count, %bw (N = 1) divides GB/s by read_bw at the same thread count; both need those cases to
+// have run first in the same process. The machine's figures are the median over iterations
+// (median_GFLOPS, median_GB/s): on a shared machine one iteration that another process interrupted,
+// or one at a passing turbo clock, would move a mean (or a best) and every ratio with it. Run: make
+// bench   (or build/release/bench/loom-bench-matmul --benchmark_counters_tabular=true)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -31,6 +35,7 @@
 #include "loom/backend.h"
 #include "loom/core.h"
 #include "loom/cpu.h"
+#include "loom/fp16.h"
 
 namespace {
 
@@ -338,6 +343,65 @@ LOOM_BENCH_MUL_MAT(q4_k_n512_plain, Q4_K, kDim, kDim, 512, Weights::plain);
 LOOM_BENCH_MUL_MAT(mxfp4_n1_plain, MXFP4, kDim, kDim, 1, Weights::plain);
 LOOM_BENCH_MUL_MAT(iq4_xs_n1_plain, IQ4_XS, kDim, kDim, 1, Weights::plain);
 LOOM_BENCH_MUL_MAT(mxfp4_n512_plain, MXFP4, kDim, kDim, 512, Weights::plain);
+
+// ---------------------------------------------------------------------------------------------
+// Attention at depth: n_q queries at positions [depth, depth + n_q) over a cache of depth + n_q
+// positions, each query seeing the positions up to its own (a causal F16 mask, as the engine
+// builds one).
+
+void bm_flash_attn(benchmark::State &state, int64_t n_q, int64_t depth) {
+    constexpr int64_t kHead = 64, kHeads = 32, kKvHeads = 8;
+    const int64_t n_kv = depth + n_q;
+    Context ctx({.mem_size = size_t(kHead * (n_q * kHeads * 2 + n_kv * kKvHeads) + n_kv * n_q) * 4 +
+                             (4u << 20)});
+    Tensor *q = ctx.new_tensor(DType::F32, {kHead, n_q, kHeads});
+    Tensor *k = ctx.new_tensor(DType::F16, {kHead, n_kv, kKvHeads});
+    Tensor *v = ctx.new_tensor(DType::F16, {kHead, n_kv, kKvHeads});
+    Tensor *mask = ctx.new_tensor(DType::F16, {n_kv, n_q});
+    fill_random(q, 3);
+    fill_random(k, 4);
+    fill_random(v, 5);
+    auto *m = static_cast<uint16_t *>(mask->data);
+    for (int64_t i = 0; i < n_q; ++i) {
+        for (int64_t j = 0; j < n_kv; ++j) {
+            m[i * n_kv + j] = f32_to_fp16(j <= depth + i ? 0.0f : -INFINITY);
+        }
+    }
+    Tensor *out = flash_attn_ext(ctx, q, k, v, mask, {.scale = 0.125f});
+    Graph *graph = new_graph(ctx);
+    build_forward_expand(graph, out);
+    CpuBackend backend(int(state.range(0)));
+    backend.graph_compute(*graph);
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+        backend.graph_compute(*graph);
+        benchmark::DoNotOptimize(out->data);
+        benchmark::ClobberMemory();
+    }
+    const double seconds = seconds_since(start), iters = double(state.iterations());
+    // visible scores: query i sees depth + i + 1 positions
+    const double scores =
+        double(kHeads) * (double(n_q) * double(depth + 1) + double(n_q) * double(n_q - 1) / 2.0);
+    const double flops = 4.0 * double(kHead) * scores;
+    set_flops(state, flops);
+    const int slot = thread_slot(state);
+    if (g_fma_gflops[slot] > 0.0) {
+        state.counters["%peak"] = 100.0 * flops * iters * 1e-9 / seconds / g_fma_gflops[slot];
+    }
+}
+
+#define LOOM_BENCH_FLASH_ATTN(label, n_q, depth)        \
+    BENCHMARK_CAPTURE(bm_flash_attn, label, n_q, depth) \
+        ->Name("flash_attn/" #label)                    \
+        ->ArgName("threads")                            \
+        ->Arg(1)                                        \
+        ->Arg(2)                                        \
+        ->UseRealTime()                                 \
+        ->Unit(benchmark::kMillisecond)
+
+LOOM_BENCH_FLASH_ATTN(pp512_d4096, 512, 4096);
+LOOM_BENCH_FLASH_ATTN(pp512_d0, 512, 0);
+LOOM_BENCH_FLASH_ATTN(tg_d4096, 1, 4096);
 
 BENCHMARK(bm_naive_matmul)
     ->Name("naive_matmul_512")

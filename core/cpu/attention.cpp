@@ -5,18 +5,21 @@
 // positions in blocks of kBlock. Per block:
 //   1. the positions some row of the tile can see are listed (K/V rows masked for every row,
 //      which may be stale cache slots, are never read);
-//   2. their scores q·k * scale (softcapped, plus slope * mask) are computed, each K row once
+//   2. their scores q·k * scale (softcapped, plus slope * mask) are computed, four rows of the
+//      tile against VL / 4 K rows at a time (see "Scores"), the block's K rows staying in L1
 //      for the whole tile;
 //   3. each row's running maximum is raised once for the whole block, rescaling its accumulator;
 //   4. the weights exp(s - max) are computed a vector at a time;
-//   5. the values are accumulated a slice of the head at a time, the slices of every row of the
-//      tile held in registers while each V row of the block is loaded once and added to them.
+//   5. the values are accumulated a slice of the head at a time, the slices of four rows held in
+//      registers while each V row of the block is loaded (from L1 after the first four) and
+//      added to them.
 // The order of every sum depends only on the shapes, never on the thread count.
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "core/cpu/kernels.h"
 #include "core/cpu/simd.h"
@@ -29,102 +32,116 @@ using namespace simd;
 constexpr int64_t kBlock = 64;  // kv positions per rescale of the accumulator
 static_assert(kBlock % VL == 0);
 
+// ---------------------------------------------------------------------------------------------
+// Tiles: up to kTile rows that read the same kv head go through the kv positions together, so
+// every K and V row of a block is read from memory once for all of them and from L1 after that
+// (the query heads of a GQA group, and neighbouring queries of a ubatch). Each row's arithmetic
+// is the same whatever tile it is in: its dot products keep their chain and reduction tree, its
+// weights stay at their block positions, and a position another row sees but it does not adds a
+// weight of exactly 0, which changes nothing (short of turning an accumulator that underflowed to
+// -0 into +0). Results thus do not depend on how rows fall into tiles, nor on the thread count.
+// (The scalar tails call std::fma explicitly: GCC contracts a * b + c in C++ whatever the -std,
+// and might do so differently in each instantiation.)
+
+constexpr int kTile = 16;
+
+// ---------------------------------------------------------------------------------------------
+// Scores. A group of kRowGroup queries meets kPosGroup K rows at a time: kRowGroup * kPosGroup =
+// VL accumulators, one per (query, position), each a single chain of FMAs over the head's
+// vectors. Their lane sums then come out of one reduction that packs all VL trees into shared
+// shuffles, leaving the VL scores side by side in one vector (no horizontal sum per score).
+
+constexpr int kRowGroup = 4;
+constexpr int kPosGroup = VL / kRowGroup;
+static_assert(kPosGroup >= 1 && kTile % kRowGroup == 0);
+
 #if defined(__clang__)
-// clang has no __builtin_shuffle (the sanitized fuzzing build): the four trees one at a time,
-// the same sums in the same order.
-inline void hsum4(const vf (&v)[4], float (&out)[4]) {
-    for (int r = 0; r < 4; ++r) out[r] = hsum(v[r]);
+// clang has no __builtin_shuffle (the sanitized fuzzing build): the trees one at a time, the
+// same sums in the same order.
+inline vf lane_sums(vf (&v)[VL]) {
+    vf out;
+    for (int s = 0; s < VL; ++s) out[s] = hsum(v[s]);
+    return out;
 }
 #else
-// Shuffle indices for hsum4, fixed at compile time.
 typedef int32_t vindex __attribute__((vector_size(LOOM_VEC_BYTES)));
-template <typename F>
-constexpr vindex make_index(F lane_source) {
+
+// Level L of the reduction combines two vectors X, Y that each hold 2^L sources' partial sums in
+// segments of w = VL >> L lanes into one holding 2^(L+1) sources in segments of w / 2: X's
+// sources, then Y's, each segment the sum of its low and high halves (High selects the high
+// halves, whose lanes lie w / 2 further). Every source is thus summed by hsum's pairwise tree
+// (lane i + lane i + VL/2, then + VL/4, ...).
+template <int L, bool High>
+constexpr vindex level_index() {
+    constexpr int w = VL >> L, half = w / 2, sources = 1 << L;
     std::array<int32_t, VL> index{};
-    for (int l = 0; l < VL; ++l) index[size_t(l)] = lane_source(l);
+    for (int l = 0; l < VL; ++l) {
+        const int segment = l / half, offset = l % half + (High ? half : 0);
+        index[size_t(l)] =
+            segment < sources ? segment * w + offset : VL + (segment - sources) * w + offset;
+    }
     return std::bit_cast<vindex>(index);
 }
-constexpr int kHalf = VL / 2, kQuarter = VL / 4;
-// Two vectors' halves side by side: lanes [0, VL/2) from the first, [VL/2, VL) from the second
-// (whose lane i is operand lane VL + i); the low halves, then the high ones.
-constexpr vindex kLowHalves = make_index([](int l) { return l < kHalf ? l : VL + l - kHalf; });
-constexpr vindex kHighHalves =
-    make_index([](int l) { return kHalf + (l < kHalf ? l : VL + l - kHalf); });
-// Four rows of a quarter each: rows 0, 1 from the first operand's halves, 2, 3 from the second's.
-constexpr int quarter_source(int l) {
-    const int row = l / kQuarter;
-    return (row < 2 ? 0 : VL) + (row % 2) * kHalf + l % kQuarter;
-}
-constexpr vindex kLowQuarters = make_index(quarter_source);
-constexpr vindex kHighQuarters = make_index([](int l) { return quarter_source(l) + kQuarter; });
-// Lane l + w (lanes past each row's w are unused).
-template <int W>
-constexpr vindex kShiftDown = make_index([](int l) { return (l + W) % VL; });
 
-// The lane sums of four vectors, each by the same pairwise tree as hsum (lane i + lane i + VL/2,
-// then + VL/4, ...), but with the four trees packed into shared shuffles: first the halves of two
-// vectors are added into one, then the quarters of two of those, then within the vector.
-inline void hsum4(const vf (&v)[4], float (&out)[4]) {
-    const vf pair01 =
-        __builtin_shuffle(v[0], v[1], kLowHalves) + __builtin_shuffle(v[0], v[1], kHighHalves);
-    const vf pair23 =
-        __builtin_shuffle(v[2], v[3], kLowHalves) + __builtin_shuffle(v[2], v[3], kHighHalves);
-    vf x = __builtin_shuffle(pair01, pair23, kLowQuarters) +
-           __builtin_shuffle(pair01, pair23, kHighQuarters);
-    if constexpr (kQuarter >= 4) x += __builtin_shuffle(x, kShiftDown<2>);
-    if constexpr (kQuarter >= 2) x += __builtin_shuffle(x, kShiftDown<1>);
-    for (int r = 0; r < 4; ++r) out[r] = x[r * kQuarter];
+// Fully unrolled and inlined, so that the vectors stay in registers.
+template <int L>
+[[gnu::always_inline]] inline void reduce_level(vf (&v)[VL]) {
+    constexpr vindex low = level_index<L, false>(), high = level_index<L, true>();
+    constexpr int n = VL >> L;  // vectors left at this level
+#pragma GCC unroll 16
+    for (int i = 0; i < n / 2; ++i) {
+        v[i] = __builtin_shuffle(v[2 * i], v[2 * i + 1], low) +
+               __builtin_shuffle(v[2 * i], v[2 * i + 1], high);
+    }
+    if constexpr (n > 2) reduce_level<L + 1>(v);
+}
+
+// Lane s of the result: the lane sum of v[s], for VL vectors (which it overwrites).
+[[gnu::always_inline]] inline vf lane_sums(vf (&v)[VL]) {
+    if constexpr (VL > 1) reduce_level<0>(v);
+    return v[0];
 }
 #endif
 
-// ---------------------------------------------------------------------------------------------
-// Tiles: up to kTile rows that read the same kv head go through the kv positions together, so
-// every K and V row is loaded once for all of them (the query heads of a GQA group, or
-// neighbouring queries). Each row's arithmetic is the same whatever tile it is in: its dot
-// products keep their chains and reduction tree, its weights stay at their block positions, and
-// a position another row sees but it does not adds a weight of exactly 0, which changes nothing
-// (short of turning an accumulator that underflowed to -0 into +0). Results thus do not depend
-// on how rows fall into tiles, nor on the thread count. (The scalar tails call std::fma
-// explicitly: GCC contracts a * b + c in C++ whatever the -std, and might do so differently in
-// each tile size's instantiation.)
+// Stores lanes [t * kPosGroup, (t + 1) * kPosGroup) of v at out[t], for each row t.
+template <size_t T, size_t... J>
+void store_slice(vf v, float *out, std::index_sequence<J...>) {
+    typedef float slice __attribute__((vector_size(kPosGroup * sizeof(float))));
+    const slice x = __builtin_shufflevector(v, v, int(T * kPosGroup + J)...);
+    std::memcpy(out, &x, sizeof x);
+}
+template <size_t... T>
+void store_slices(vf v, float *const *out, std::index_sequence<T...>) {
+    (store_slice<T>(v, out[T], std::make_index_sequence<kPosGroup>()), ...);
+}
 
-constexpr int kTile = 4;  // hsum4 reduces four rows at once
-// Accumulator chains per dot product: enough to cover the FMA latency, few enough that a tile's
-// kTile * chains accumulators fit the register file (32 vectors with AVX-512, else 16).
-constexpr int kDotChains = VL == 16 ? 4 : 2;
-
-// out[t] = q[t] · k over n elements, for T queries.
-template <typename Load, int T>
-void dot_tile(const float *const *q, const void *k, int64_t n, float *out) {
-    constexpr int C = kDotChains;
-    vf acc[T][C];
-    for (auto &row : acc) {
-        for (vf &chain : row) chain = vf{};  // (an aggregate {} becomes a memset call)
-    }
+// out[t][j] = q[t] · k[j] over n elements, for t < kRowGroup, j < kPosGroup.
+template <typename Load>
+void dot_group(const float *const *q, const void *const *k, int64_t n, float *const *out) {
+    vf acc[VL];
+#pragma GCC unroll 16
+    for (vf &a : acc) a = vf{};  // (an aggregate {} becomes a memset call)
     int64_t i = 0;
-    for (; i + C * VL <= n; i += C * VL) {
-        for (int c = 0; c < C; ++c) {
-            const vf kv = Load::vec(k, i + c * VL);
-            for (int t = 0; t < T; ++t) acc[t][c] = fmadd(load(q[t] + i + c * VL), kv, acc[t][c]);
+    for (; i + VL <= n; i += VL) {
+        vf kv[kPosGroup];
+        for (int j = 0; j < kPosGroup; ++j) kv[j] = Load::vec(k[j], i);
+        for (int t = 0; t < kRowGroup; ++t) {
+            const vf qv = load(q[t] + i);
+            for (int j = 0; j < kPosGroup; ++j) {
+                acc[t * kPosGroup + j] = fmadd(qv, kv[j], acc[t * kPosGroup + j]);
+            }
         }
     }
-    for (; i + VL <= n; i += VL) {
-        const vf kv = Load::vec(k, i);
-        for (int t = 0; t < T; ++t) acc[t][0] = fmadd(load(q[t] + i), kv, acc[t][0]);
+    vf sums = lane_sums(acc);
+    for (; i < n; ++i) {
+        for (int t = 0; t < kRowGroup; ++t) {
+            for (int j = 0; j < kPosGroup; ++j) {
+                sums[t * kPosGroup + j] =
+                    std::fma(q[t][i], Load::one(k[j], i), sums[t * kPosGroup + j]);
+            }
+        }
     }
-    // Every tile size reduces through hsum4 (rows past T are zeros): one tree for all.
-    vf sums[4] = {};
-    for (int t = 0; t < T; ++t) {
-        sums[t] = acc[t][0];
-        for (int c = 1; c < C; ++c) sums[t] += acc[t][c];
-    }
-    float totals[4];
-    hsum4(sums, totals);
-    for (int t = 0; t < T; ++t) {
-        float total = totals[t];
-        for (int64_t j = i; j < n; ++j) total = std::fma(q[t][j], Load::one(k, j), total);
-        out[t] = total;
-    }
+    store_slices(sums, out, std::make_index_sequence<kRowGroup>());
 }
 
 // acc[t][i] += w[t][at[p]] * rows[p][i] for p < count, in p order for every element: rows[p]
@@ -171,22 +188,20 @@ void accumulate_tile(float *const *acc, int64_t dv, const void *const *rows, con
     }
 }
 
-using DotTile = void (*)(const float *const *q, const void *k, int64_t n, float *out);
+using DotGroup = void (*)(const float *const *q, const void *const *k, int64_t n,
+                          float *const *out);
 using AccumulateTile = void (*)(float *const *acc, int64_t dv, const void *const *rows,
                                 const float *const *w, const int32_t *at, int64_t count);
 
 template <typename Load>
-constexpr std::array<DotTile, kTile> kDotTiles = {dot_tile<Load, 1>, dot_tile<Load, 2>,
-                                                  dot_tile<Load, 3>, dot_tile<Load, 4>};
-template <typename Load>
-constexpr std::array<AccumulateTile, kTile> kAccumulateTiles = {
+constexpr std::array<AccumulateTile, kRowGroup> kAccumulateTiles = {
     accumulate_tile<Load, 1>, accumulate_tile<Load, 2>, accumulate_tile<Load, 3>,
     accumulate_tile<Load, 4>};
 
-// Per dtype (F32, F16, BF16), then per tile size - 1.
-constexpr std::array<std::array<DotTile, kTile>, 3> kDotTilesByType = {
-    kDotTiles<LoadF32>, kDotTiles<LoadF16>, kDotTiles<LoadBF16>};
-constexpr std::array<std::array<AccumulateTile, kTile>, 3> kAccumulateTilesByType = {
+// Per dtype (F32, F16, BF16), then (values) per row group size - 1.
+constexpr std::array<DotGroup, 3> kDotGroupsByType = {dot_group<LoadF32>, dot_group<LoadF16>,
+                                                      dot_group<LoadBF16>};
+constexpr std::array<std::array<AccumulateTile, kRowGroup>, 3> kAccumulateTilesByType = {
     kAccumulateTiles<LoadF32>, kAccumulateTiles<LoadF16>, kAccumulateTiles<LoadBF16>};
 
 int type_index(DType t) {
@@ -211,15 +226,17 @@ struct Scratch {
     void *q_narrow;           // [D] a query in K's dtype (F16/BF16 keys), on the way to q
     float *acc;               // [kTile][Dv] running sums of exp(s - max) * v
     float *scores;            // [kTile][kBlock] scores, then weights, per block position
+    float *dense;             // [kTile][kBlock] dot products, per visible position
     float *bias;              // [kTile + 1][kBlock] slope * mask per row, then the rows' largest
+    const void **key_rows;    // [kBlock] K rows of the visible positions
     const void **value_rows;  // [kBlock] V rows of the visible positions
     int32_t *visible_at;      // [kBlock] their block positions
     int64_t q_stride, acc_stride;
 
     static size_t bytes(int64_t d, int64_t dv) {
         const int64_t floats =
-            (kTile + 1) * padded(d) + kTile * padded(dv) + (2 * kTile + 1) * kBlock;
-        return size_t(floats) * sizeof(float) + kBlock * (sizeof(void *) + sizeof(int32_t));
+            (kTile + 1) * padded(d) + kTile * padded(dv) + (3 * kTile + 1) * kBlock;
+        return size_t(floats) * sizeof(float) + kBlock * (2 * sizeof(void *) + sizeof(int32_t));
     }
     static Scratch carve(std::byte *work, int64_t d, int64_t dv) {
         auto *f = reinterpret_cast<float *>(work);
@@ -230,8 +247,10 @@ struct Scratch {
         s.q_narrow = s.q + kTile * s.q_stride;
         s.acc = s.q + (kTile + 1) * s.q_stride;
         s.scores = s.acc + kTile * s.acc_stride;
-        s.bias = s.scores + kTile * kBlock;
-        s.value_rows = reinterpret_cast<const void **>(s.bias + (kTile + 1) * kBlock);
+        s.dense = s.scores + kTile * kBlock;
+        s.bias = s.dense + kTile * kBlock;
+        s.key_rows = reinterpret_cast<const void **>(s.bias + (kTile + 1) * kBlock);
+        s.value_rows = s.key_rows + kBlock;
         s.visible_at = reinterpret_cast<int32_t *>(s.value_rows + kBlock);
         return s;
     }
@@ -298,6 +317,19 @@ void weigh(RowState &state, float *acc, int64_t dv, float *scores, int64_t n) {
     state.sum += hsum(sum);
 }
 
+// Scores of one block: q·k * scale, softcapped, plus the row's bias (-inf stays -inf whatever
+// the product), in place over the raw dot products.
+void finish_scores(const Inputs &in, float *scores, const float *bias, int64_t n) {
+    for (int64_t j = 0; j < n; ++j) scores[j] *= in.scale;
+    if (in.softcap != 0.0f) {
+        for (int64_t j = 0; j < n; ++j) scores[j] = in.softcap * std::tanh(scores[j]);
+    }
+    if (bias == nullptr) return;
+    for (int64_t j = 0; j < n; ++j) {
+        scores[j] = bias[j] == -INFINITY ? -INFINITY : scores[j] + bias[j];
+    }
+}
+
 void attend_tile(const Inputs &in, const Scratch &s, const TileRow *rows, int n_rows) {
     const Tensor *q = in.q, *k = in.k, *v = in.v, *mask = in.mask;
     const int64_t d = q->ne[0], dv = v->ne[0], n_kv = k->ne[1];
@@ -305,12 +337,15 @@ void attend_tile(const Inputs &in, const Scratch &s, const TileRow *rows, int n_
     // along dim 3); every row of a tile has the same one
     const int64_t ik2 = rows[0].iq2 / (q->ne[2] / k->ne[2]);
     const int64_t ik3 = rows[0].iq3 / (q->ne[3] / k->ne[3]);
-    const DotTile dot = kDotTilesByType[type_index(k->type)][n_rows - 1];
-    const AccumulateTile accumulate = kAccumulateTilesByType[type_index(v->type)][n_rows - 1];
+    const DotGroup dot = kDotGroupsByType[size_t(type_index(k->type))];
+    const auto &accumulate_by_rows = kAccumulateTilesByType[size_t(type_index(v->type))];
 
-    float *qs[kTile], *acc[kTile], *scores[kTile];
+    float *qs[kTile] = {}, *acc[kTile] = {}, *scores[kTile] = {};
     const std::byte *mask_rows[kTile] = {};
     float slope[kTile];
+    // A row whose mask row and slope are the previous row's (the heads of one query, usually)
+    // shares its bias: bias_of[t] points at the first such row's.
+    const float *bias_of[kTile] = {};
     RowState state[kTile];
     for (int t = 0; t < n_rows; ++t) {
         const TileRow &r = rows[t];
@@ -331,7 +366,16 @@ void attend_tile(const Inputs &in, const Scratch &s, const TileRow *rows, int n_
         if (mask != nullptr) {
             mask_rows[t] = static_cast<const std::byte *>(
                 mask->row_ptr(r.iq1, r.iq2 % mask->ne[2], r.iq3 % mask->ne[3]));
+            const bool same = t > 0 && mask_rows[t] == mask_rows[t - 1] && slope[t] == slope[t - 1];
+            bias_of[t] = same ? bias_of[t - 1] : s.bias + t * kBlock;
         }
+    }
+    // The dot products take kRowGroup queries at a time; a short group repeats its first query
+    // (and the results for the repeats are dropped).
+    const float *group_q[kTile];
+    for (int t = 0; t < kTile; ++t) {
+        const int first = t / kRowGroup * kRowGroup;
+        group_q[t] = t < n_rows ? qs[t] : qs[first < n_rows ? first : 0];
     }
 
     for (int64_t c0 = 0; c0 < n_kv; c0 += kBlock) {
@@ -340,6 +384,7 @@ void attend_tile(const Inputs &in, const Scratch &s, const TileRow *rows, int n_
         // is when the largest of the rows' biases is above -inf
         float *largest_bias = s.bias + kTile * kBlock;
         for (int t = 0; mask != nullptr && t < n_rows; ++t) {
+            if (t > 0 && bias_of[t] == bias_of[t - 1]) continue;
             float *bias = s.bias + t * kBlock;
             const float *m =
                 load_row(mask->type, mask_rows[t] + c0 * mask->nb[0], mask->nb[0], n, bias);
@@ -356,20 +401,40 @@ void attend_tile(const Inputs &in, const Scratch &s, const TileRow *rows, int n_
                 for (int t = 0; t < n_rows; ++t) scores[t][j] = -INFINITY;
                 continue;
             }
-            float dots[kTile];
-            dot(qs, k->row_ptr(c0 + j, ik2, ik3), d, dots);
-            for (int t = 0; t < n_rows; ++t) {
-                const float bias = mask != nullptr ? s.bias[t * kBlock + j] : 0.0f;
-                float score = dots[t] * in.scale;
-                if (in.softcap != 0.0f) score = in.softcap * std::tanh(score);
-                scores[t][j] = bias == -INFINITY ? -INFINITY : score + bias;
-            }
             s.visible_at[count] = int32_t(j);
+            s.key_rows[count] = k->row_ptr(c0 + j, ik2, ik3);
             s.value_rows[count++] = v->row_ptr(c0 + j, ik2, ik3);
         }
         if (count == 0) continue;
-        for (int t = 0; t < n_rows; ++t) weigh(state[t], acc[t], dv, scores[t], n);
-        accumulate(acc, dv, s.value_rows, scores, s.visible_at, count);
+        // The dot products of every row with every visible position, kPosGroup positions at a
+        // time (a short group repeats its last position), side by side in visible order, then
+        // moved to their block positions.
+        for (int64_t p = count; p % kPosGroup != 0; ++p) s.key_rows[p] = s.key_rows[count - 1];
+        for (int g = 0; g < n_rows; g += kRowGroup) {
+            float *dense = s.dense + g * kBlock;
+            for (int64_t p = 0; p < count; p += kPosGroup) {
+                float *out[kRowGroup];
+                for (int t = 0; t < kRowGroup; ++t) out[t] = dense + t * kBlock + p;
+                dot(group_q + g, s.key_rows + p, d, out);
+            }
+        }
+        for (int t = 0; t < n_rows; ++t) {
+            const float *dense = s.dense + t * kBlock;
+            if (count == n) {
+                std::copy_n(dense, n, scores[t]);
+            } else {
+                for (int64_t p = 0; p < count; ++p) scores[t][s.visible_at[p]] = dense[p];
+            }
+        }
+        for (int t = 0; t < n_rows; ++t) {
+            finish_scores(in, scores[t], bias_of[t], n);
+            weigh(state[t], acc[t], dv, scores[t], n);
+        }
+        for (int g = 0; g < n_rows; g += kRowGroup) {
+            const int in_group = std::min(kRowGroup, n_rows - g);
+            accumulate_by_rows[size_t(in_group - 1)](acc + g, dv, s.value_rows, scores + g,
+                                                     s.visible_at, count);
+        }
     }
 
     for (int t = 0; t < n_rows; ++t) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "core/isa.h"
 #include "loom/fp16.h"
@@ -77,29 +78,45 @@ inline vf fmadd(vf a, vf b, vf c) {
 #endif
 }
 
-// Sum of the lanes as a fixed pairwise tree (lane i + lane i + VL/2, then + VL/4, ...): the order
-// of _mm512_reduce_add_ps, which ggml uses.
-inline float hsum(vf v) {
-    float t[VL];
-    store(t, v);
-#pragma GCC unroll 8
-    for (int w = VL / 2; w >= 1; w /= 2) {
-#pragma GCC unroll 16
-        for (int i = 0; i < w; ++i) t[i] += t[i + w];
-    }
-    return t[0];
+// The low and high halves of a vector of N floats, as vectors of N / 2 (in registers: the halving
+// reductions below never go through memory).
+template <int N>
+struct FloatVector {
+    typedef float type __attribute__((vector_size(N * sizeof(float))));
+};
+template <int N>
+using floats = typename FloatVector<N>::type;
+template <int N, size_t... I>
+inline floats<N / 2> low_half(floats<N> v, std::index_sequence<I...>) {
+    return __builtin_shufflevector(v, v, int(I)...);
+}
+template <int N, size_t... I>
+inline floats<N / 2> high_half(floats<N> v, std::index_sequence<I...>) {
+    return __builtin_shufflevector(v, v, int(I + N / 2)...);
 }
 
-// Largest lane (lanes are compared with >, so a NaN lane is passed over).
-inline float hmax(vf v) {
-    float t[VL];
-    store(t, v);
-#pragma GCC unroll 8
-    for (int w = VL / 2; w >= 1; w /= 2) {
-#pragma GCC unroll 16
-        for (int i = 0; i < w; ++i) t[i] = t[i + w] > t[i] ? t[i + w] : t[i];
+// Sum of the lanes as a fixed pairwise tree (lane i + lane i + VL/2, then + VL/4, ...): the order
+// of _mm512_reduce_add_ps, which ggml uses.
+template <int N = VL>
+inline float hsum(floats<N> v) {
+    if constexpr (N == 2) {
+        return v[0] + v[1];
+    } else {
+        constexpr auto half = std::make_index_sequence<N / 2>();
+        return hsum<N / 2>(low_half<N>(v, half) + high_half<N>(v, half));
     }
-    return t[0];
+}
+
+// Largest lane (lanes are compared with >, so a NaN lane is passed over), by the same tree.
+template <int N = VL>
+inline float hmax(floats<N> v) {
+    if constexpr (N == 2) {
+        return v[1] > v[0] ? v[1] : v[0];
+    } else {
+        constexpr auto half = std::make_index_sequence<N / 2>();
+        const floats<N / 2> lo = low_half<N>(v, half), hi = high_half<N>(v, half);
+        return hmax<N / 2>(hi > lo ? hi : lo);
+    }
 }
 
 // e^x for x <= 0 (NaN stays NaN), computed as ggml_v_expf does (Arm's optimized-routines expf,
