@@ -8,9 +8,9 @@
 //   mul_mat/<type>_n<N>/threads:<t>  block formats (Q4_0, Q8_0, Q4_K, Q6_K, MXFP4, IQ4_NL,
 //                                    IQ4_XS) next to F16, same shape
 //   mul_mat/<type>_n1_dram/...       weights of at least 128 MiB ([4096, M]), past the 48 MiB L3
-//   flash_attn/<case>/threads:<t>    flash_attn_ext with the 1B Llama's heads (64 wide, 32 query
-//                                    heads on 8 kv heads, F16 cache, causal mask) for a ubatch
-//                                    of 512 queries or one, after `depth` cached positions
+//   flash_attn/<case>/threads:<t>    flash_attn_ext over 16 layers with the 1B Llama's heads (64
+//                                    wide, 32 query heads on 8 kv heads, F16 cache, causal mask)
+//                                    for a ubatch of 512 queries or one, after `depth` positions
 //
 // GFLOPS counts 2 * M * N * K per product (for attention, 4 * head size per visible score); GB/s (N
 // = 1) counts the weight bytes read. %peak (N > 1) divides GFLOPS by fma_peak at the same thread
@@ -347,41 +347,48 @@ LOOM_BENCH_MUL_MAT(mxfp4_n512_plain, MXFP4, kDim, kDim, 512, Weights::plain);
 // ---------------------------------------------------------------------------------------------
 // Attention at depth: n_q queries at positions [depth, depth + n_q) over a cache of depth + n_q
 // positions, each query seeing the positions up to its own (a causal F16 mask, as the engine
-// builds one).
+// builds one), for 16 layers: each layer's cache, [64 x 8 heads, depth + n_q] F16 cells, is read
+// from memory after the other layers' have passed, as in a model.
 
 void bm_flash_attn(benchmark::State &state, int64_t n_q, int64_t depth) {
-    constexpr int64_t kHead = 64, kHeads = 32, kKvHeads = 8;
+    constexpr int64_t kHead = 64, kHeads = 32, kKvHeads = 8, kLayers = 16;
     const int64_t n_kv = depth + n_q;
-    Context ctx({.mem_size = size_t(kHead * (n_q * kHeads * 2 + n_kv * kKvHeads) + n_kv * n_q) * 4 +
+    const size_t cache_bytes = size_t(2 * kLayers * kHead * kKvHeads * n_kv) * sizeof(uint16_t);
+    Context ctx({.mem_size = cache_bytes +
+                             size_t(kHead * n_q * kHeads * (1 + kLayers) + n_kv * n_q) * 4 +
                              (4u << 20)});
     Tensor *q = ctx.new_tensor(DType::F32, {kHead, n_q, kHeads});
-    Tensor *k = ctx.new_tensor(DType::F16, {kHead, n_kv, kKvHeads});
-    Tensor *v = ctx.new_tensor(DType::F16, {kHead, n_kv, kKvHeads});
-    Tensor *mask = ctx.new_tensor(DType::F16, {n_kv, n_q});
     fill_random(q, 3);
-    fill_random(k, 4);
-    fill_random(v, 5);
+    Tensor *mask = ctx.new_tensor(DType::F16, {n_kv, n_q});
     auto *m = static_cast<uint16_t *>(mask->data);
     for (int64_t i = 0; i < n_q; ++i) {
         for (int64_t j = 0; j < n_kv; ++j) {
             m[i * n_kv + j] = f32_to_fp16(j <= depth + i ? 0.0f : -INFINITY);
         }
     }
-    Tensor *out = flash_attn_ext(ctx, q, k, v, mask, {.scale = 0.125f});
     Graph *graph = new_graph(ctx);
-    build_forward_expand(graph, out);
+    for (int64_t layer = 0; layer < kLayers; ++layer) {
+        // Laid out as the KV cache stores them: a cell's heads side by side, cell after cell.
+        Tensor *k_cells = ctx.new_tensor(DType::F16, {kHead * kKvHeads, n_kv});
+        Tensor *v_cells = ctx.new_tensor(DType::F16, {kHead * kKvHeads, n_kv});
+        fill_random(k_cells, uint32_t(4 + 2 * layer));
+        fill_random(v_cells, uint32_t(5 + 2 * layer));
+        const size_t head_bytes = kHead * sizeof(uint16_t);
+        Tensor *k = view_3d(ctx, k_cells, kHead, n_kv, kKvHeads, k_cells->nb[1], head_bytes, 0);
+        Tensor *v = view_3d(ctx, v_cells, kHead, n_kv, kKvHeads, v_cells->nb[1], head_bytes, 0);
+        build_forward_expand(graph, flash_attn_ext(ctx, q, k, v, mask, {.scale = 0.125f}));
+    }
     CpuBackend backend(int(state.range(0)));
     backend.graph_compute(*graph);
     const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) {
         backend.graph_compute(*graph);
-        benchmark::DoNotOptimize(out->data);
         benchmark::ClobberMemory();
     }
     const double seconds = seconds_since(start), iters = double(state.iterations());
     // visible scores: query i sees depth + i + 1 positions
-    const double scores =
-        double(kHeads) * (double(n_q) * double(depth + 1) + double(n_q) * double(n_q - 1) / 2.0);
+    const double scores = double(kLayers * kHeads) *
+                          (double(n_q) * double(depth + 1) + double(n_q) * double(n_q - 1) / 2.0);
     const double flops = 4.0 * double(kHead) * scores;
     set_flops(state, flops);
     const int slot = thread_slot(state);
