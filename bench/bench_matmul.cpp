@@ -8,6 +8,7 @@
 //   mul_mat/<type>_n<N>/threads:<t>  block formats (Q4_0, Q8_0, Q4_K, Q6_K, MXFP4, IQ4_NL,
 //                                    IQ4_XS) next to F16, same shape
 //   mul_mat/<type>_n1_dram/...       weights of at least 128 MiB ([4096, M]), past the 48 MiB L3
+//                                    (also Q4_1, Q5_0, Q5_1, Q2_K, Q3_K: per-row dot products)
 //   flash_attn/<case>/threads:<t>    flash_attn_ext over 16 layers with the 1B Llama's heads (64
 //                                    wide, 32 query heads on 8 kv heads, F16 cache, causal mask)
 //                                    for a ubatch of 512 queries or one, after `depth` positions
@@ -325,6 +326,12 @@ LOOM_BENCH_MUL_MAT(q4_0_n1_dram, Q4_0, kDim, dram_rows(DType::Q4_0), 1);
 LOOM_BENCH_MUL_MAT(q8_0_n1_dram, Q8_0, kDim, dram_rows(DType::Q8_0), 1);
 LOOM_BENCH_MUL_MAT(q4_k_n1_dram, Q4_K, kDim, dram_rows(DType::Q4_K), 1);
 LOOM_BENCH_MUL_MAT(q6_k_n1_dram, Q6_K, kDim, dram_rows(DType::Q6_K), 1);
+// The formats without a repacked layout (per-row dot products in ggml's order).
+LOOM_BENCH_MUL_MAT(q4_1_n1_dram, Q4_1, kDim, dram_rows(DType::Q4_1), 1);
+LOOM_BENCH_MUL_MAT(q5_0_n1_dram, Q5_0, kDim, dram_rows(DType::Q5_0), 1);
+LOOM_BENCH_MUL_MAT(q5_1_n1_dram, Q5_1, kDim, dram_rows(DType::Q5_1), 1);
+LOOM_BENCH_MUL_MAT(q2_k_n1_dram, Q2_K, kDim, dram_rows(DType::Q2_K), 1);
+LOOM_BENCH_MUL_MAT(q3_k_n1_dram, Q3_K, kDim, dram_rows(DType::Q3_K), 1);
 // The table-indexed 4-bit formats (gpt-oss's MXFP4 experts, IQ4_NL, IQ4_XS).
 LOOM_BENCH_MUL_MAT(mxfp4_n1, MXFP4, kDim, kDim, 1);
 LOOM_BENCH_MUL_MAT(iq4_nl_n1, IQ4_NL, kDim, kDim, 1);

@@ -121,5 +121,10 @@ float dot_q4_k_avx2(int64_t n, const void *x, const void *y);
 float dot_q5_k_avx2(int64_t n, const void *x, const void *y);
 float dot_q6_k_avx2(int64_t n, const void *x, const void *y);
 #endif
+#if LOOM_X86_AVX512VNNI && LOOM_X86_AVX512BW
+// The same numbers as the AVX2 forms (the same integer lanes), a block's two halves per vector.
+float dot_q2_k_avx512(int64_t n, const void *x, const void *y);
+float dot_q3_k_avx512(int64_t n, const void *x, const void *y);
+#endif
 
 }  // namespace loom::quant::inline LOOM_ISA

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "loom/fp16.h"
 
@@ -22,6 +23,16 @@ float hsum_float_8(__m256 x) {
     r = _mm_add_ps(r, _mm_movehl_ps(r, r));
     r = _mm_add_ss(r, _mm_movehdup_ps(r));
     return _mm_cvtss_f32(r);
+}
+
+// A half as a float: the same value as fp16_to_f32, in one instruction (F16C comes with AVX2 on
+// every x86 that has both).
+float half(uint16_t h) {
+#if LOOM_X86_F16C
+    return _cvtsh_ss(h);
+#else
+    return fp16_to_f32(h);
+#endif
 }
 
 __m256i load256(const void *p) {
@@ -103,8 +114,8 @@ float dot_q4_k_avx2(int64_t n, const void *vx, const void *vy) {
     __m256 acc = _mm256_setzero_ps();
     __m128 acc_mins = _mm_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * fp16_to_f32(x[b].d);
-        const float dmin = -y[b].d * fp16_to_f32(x[b].dmin);
+        const float d = y[b].d * half(x[b].d);
+        const float dmin = -y[b].d * half(x[b].dmin);
         const ScalesMins sm = scales_mins(x[b]);
         acc_mins =
             _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(min_products(sm, y[b])), acc_mins);
@@ -122,8 +133,8 @@ float dot_q5_k_avx2(int64_t n, const void *vx, const void *vy) {
     __m256 acc = _mm256_setzero_ps();
     float sum_mins = 0.f;
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * fp16_to_f32(x[b].d);
-        const float dmin = -y[b].d * fp16_to_f32(x[b].dmin);
+        const float d = y[b].d * half(x[b].d);
+        const float dmin = -y[b].d * half(x[b].dmin);
         const ScalesMins sm = scales_mins(x[b]);
         const __m128i mp = min_products(sm, y[b]);
         const int mins_total = _mm_extract_epi32(mp, 0) + _mm_extract_epi32(mp, 1) +
@@ -142,8 +153,8 @@ float dot_q2_k_avx2(int64_t n, const void *vx, const void *vy) {
     const __m256i two_bits = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * fp16_to_f32(x[b].d);
-        const float dmin = -y[b].d * fp16_to_f32(x[b].dmin);
+        const float d = y[b].d * half(x[b].d);
+        const float dmin = -y[b].d * half(x[b].dmin);
         int scales[16];
         for (int j = 0; j < 16; ++j) scales[j] = x[b].scales[j] & 0xF;
         // Min terms first, in the same 8 accumulators: lane k takes sub-blocks 2k and 2k + 1.
@@ -175,7 +186,7 @@ float dot_q3_k_avx2(int64_t n, const void *vx, const void *vy) {
     const __m256i one = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * fp16_to_f32(x[b].d);
+        const float d = y[b].d * half(x[b].d);
         int scales[16];
         for (int j = 0; j < 16; ++j) {
             const int low = j < 8 ? x[b].scales[j] & 0xF : x[b].scales[j - 8] >> 4;
@@ -199,6 +210,120 @@ float dot_q3_k_avx2(int64_t n, const void *vx, const void *vy) {
     return hsum_float_8(acc);
 }
 
+#if LOOM_X86_AVX512VNNI && LOOM_X86_AVX512BW
+namespace {
+
+// The AVX-512 forms of the Q2_K and Q3_K kernels above: the same 8 integer lanes per block, so
+// the same float steps and the same bits. A 512-bit vector holds chunk k (elements 32k .. 32k + 31)
+// of both halves of a block: half 0 in lanes 0-7, half 1 in lanes 8-15. VPDPBUSD sums each lane's
+// 4 byte products exactly (what maddubs then madd sum in pairs), the lane is multiplied by its
+// 16-element sub-block's scale, and the two halves are added at the end.
+
+// Lane l of the result: scales32[sub-block of lane l in chunk k], where lane l of half h covers
+// elements 128h + 32k + 4(l % 8) .., sub-block 8h + 2k + (l % 8) / 4.
+__m512i chunk_scales(__m512i scales32, int k) {
+    const __m512i base = _mm512_set_epi32(9, 9, 9, 9, 8, 8, 8, 8, 1, 1, 1, 1, 0, 0, 0, 0);
+    return _mm512_permutexvar_epi32(_mm512_add_epi32(base, _mm512_set1_epi32(2 * k)), scales32);
+}
+
+// q8 of chunk k for both halves: elements 32k .. and 128 + 32k ...
+__m512i chunk_q8(const int8_t *q8, int k) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(load256(q8 + 32 * k)),
+                              load256(q8 + 128 + 32 * k), 1);
+}
+
+// Lanes 0-7 plus lanes 8-15: the 8 lanes of the AVX2 kernel's sumi.
+__m256i fold_halves(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+}  // namespace
+
+float dot_q2_k_avx512(int64_t n, const void *vx, const void *vy) {
+    const auto *x = static_cast<const BlockQ2K *>(vx);
+    const auto *y = static_cast<const BlockQ8K *>(vy);
+    const __m512i two_bits = _mm512_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; ++b) {
+        const float d = y[b].d * half(x[b].d);
+        const float dmin = -y[b].d * half(x[b].dmin);
+        const __m128i packed = _mm_loadu_si128((const __m128i *)x[b].scales);
+        // Min terms first, as the AVX2 kernel.
+        const __m256i mins16 =
+            _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0xF)));
+        const __m256i min_products = _mm256_madd_epi16(mins16, load256(y[b].bsums));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(min_products), acc);
+
+        const __m512i scales32 = _mm512_cvtepu8_epi32(_mm_and_si128(packed, _mm_set1_epi8(0xF)));
+        const __m512i bits = _mm512_loadu_si512(x[b].qs);  // half 0's 32 bytes, then half 1's
+        __m512i sumi = _mm512_setzero_si512();
+        for (int k = 0; k < 4; ++k) {
+            const __m512i levels = _mm512_and_si512(_mm512_srli_epi16(bits, 2 * k), two_bits);
+            const __m512i products =
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels, chunk_q8(y[b].qs, k));
+            sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(products, chunk_scales(scales32, k)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sumi)), acc);
+    }
+    return hsum_float_8(acc);
+}
+
+float dot_q3_k_avx512(int64_t n, const void *vx, const void *vy) {
+    const auto *x = static_cast<const BlockQ3K *>(vx);
+    const auto *y = static_cast<const BlockQ8K *>(vy);
+    const __m512i two_bits = _mm512_set1_epi8(3);
+    const __m512i one = _mm512_set1_epi8(1);
+    const __m512i four = _mm512_set1_epi8(4);
+    // Scale j (16 of 6 bits, 12 bytes): the low 4 bits from byte j % 8, shifted by 4 (j / 8),
+    // the high 2 from byte 8 + j % 4, shifted by 2 (j / 4); minus 32.
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i low_byte = _mm512_and_si512(lane, _mm512_set1_epi32(7));
+    const __m512i low_shift = _mm512_slli_epi32(_mm512_srli_epi32(lane, 3), 2);
+    const __m512i high_byte =
+        _mm512_add_epi32(_mm512_and_si512(lane, _mm512_set1_epi32(3)), _mm512_set1_epi32(8));
+    const __m512i high_shift = _mm512_slli_epi32(_mm512_srli_epi32(lane, 2), 1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; ++b) {
+        const float d = y[b].d * half(x[b].d);
+        uint64_t low8;
+        uint32_t high4;
+        std::memcpy(&low8, x[b].scales, 8);
+        std::memcpy(&high4, x[b].scales + 8, 4);
+        const __m512i bytes32 =
+            _mm512_cvtepu8_epi32(_mm_insert_epi32(_mm_cvtsi64_si128(int64_t(low8)), int(high4), 2));
+        const __m512i low = _mm512_and_si512(
+            _mm512_srlv_epi32(_mm512_permutexvar_epi32(low_byte, bytes32), low_shift),
+            _mm512_set1_epi32(0xF));
+        const __m512i high = _mm512_and_si512(
+            _mm512_srlv_epi32(_mm512_permutexvar_epi32(high_byte, bytes32), high_shift),
+            _mm512_set1_epi32(3));
+        const __m512i scales32 = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)),
+                                                  _mm512_set1_epi32(32));
+
+        const __m512i bits = _mm512_loadu_si512(x[b].qs);
+        // The high bit of element 128h + 32k + l is bit 4h + k of hmask[l]: half 1's copy of
+        // hmask comes shifted down by 4 already.
+        const __m256i hmask = load256(x[b].hmask);
+        const __m512i hbits =
+            _mm512_inserti64x4(_mm512_castsi256_si512(hmask), _mm256_srli_epi16(hmask, 4), 1);
+        __m512i sumi = _mm512_setzero_si512();
+        for (int k = 0; k < 4; ++k) {
+            const __m512i low_bits = _mm512_and_si512(_mm512_srli_epi16(bits, 2 * k), two_bits);
+            const __m512i high_bit = _mm512_and_si512(_mm512_srli_epi16(hbits, k), one);
+            // q + 4: the low two bits, plus 4 where the high bit is set
+            const __m512i levels = _mm512_or_si512(low_bits, _mm512_slli_epi16(high_bit, 2));
+            const __m512i q8 = chunk_q8(y[b].qs, k);
+            const __m512i products =
+                _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), levels, q8),
+                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), four, q8));
+            sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(products, chunk_scales(scales32, k)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sumi)), acc);
+    }
+    return hsum_float_8(acc);
+}
+#endif
+
 float dot_q6_k_avx2(int64_t n, const void *vx, const void *vy) {
     const auto *x = static_cast<const BlockQ6K *>(vx);
     const auto *y = static_cast<const BlockQ8K *>(vy);
@@ -206,7 +331,7 @@ float dot_q6_k_avx2(int64_t n, const void *vx, const void *vy) {
     const __m256i two_bits = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * fp16_to_f32(x[b].d);
+        const float d = y[b].d * half(x[b].d);
         int scales[16];
         for (int j = 0; j < 16; ++j) scales[j] = x[b].scales[j];
         // The offset 32 comes off once per block, lane k taking sub-blocks 2k and 2k + 1

@@ -16,9 +16,14 @@ struct KFormat {
 
 // Where the build has AVX2 and FMA, the dot products are ggml's AVX2 kernels with their float
 // order; elsewhere the generic order, computed with vectors.
-#if LOOM_X86_AVX2 && LOOM_X86_FMA
+#if LOOM_X86_AVX512VNNI && LOOM_X86_AVX512BW && LOOM_X86_FMA
+constexpr auto kDotQ2K = dot_q2_k_avx512;
+constexpr auto kDotQ3K = dot_q3_k_avx512;
+#elif LOOM_X86_AVX2 && LOOM_X86_FMA
 constexpr auto kDotQ2K = dot_q2_k_avx2;
 constexpr auto kDotQ3K = dot_q3_k_avx2;
+#endif
+#if LOOM_X86_AVX2 && LOOM_X86_FMA
 constexpr auto kDotQ4K = dot_q4_k_avx2;
 constexpr auto kDotQ5K = dot_q5_k_avx2;
 constexpr auto kDotQ6K = dot_q6_k_avx2;

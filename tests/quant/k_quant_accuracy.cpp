@@ -4,10 +4,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include "core/isa.h"
 #include "core/quant/k_blocks.h"
+#include "loom/fp16.h"
 #include "loom/tensor.h"
 #include "tests/quant/quant_test_util.h"
 
@@ -135,6 +138,55 @@ TEST(KQuantGenericDot, VectorVariantEqualsScalarBitwise) {
         }
     }
 }
+
+#if LOOM_X86_AVX512VNNI && LOOM_X86_AVX512BW && LOOM_X86_FMA
+// The AVX-512 forms of the Q2_K and Q3_K kernels against the AVX2 ones, bit for bit, on blocks
+// of random bytes (every scale, level and high bit pattern, activations up to +-128) as well as
+// on quantized rows.
+TEST(KQuantAvx512Dot, EqualsAvx2Bitwise) {
+    struct Pair {
+        DType type;
+        float (*avx512)(int64_t, const void *, const void *);
+        float (*avx2)(int64_t, const void *, const void *);
+        size_t block_bytes;
+    };
+    const Pair pairs[] = {
+        {DType::Q2_K, quant::dot_q2_k_avx512, quant::dot_q2_k_avx2, sizeof(quant::BlockQ2K)},
+        {DType::Q3_K, quant::dot_q3_k_avx512, quant::dot_q3_k_avx2, sizeof(quant::BlockQ3K)},
+    };
+    constexpr int64_t kBlocks = kRow / quant::QK_K;
+    std::mt19937 rng(7);
+    for (const Pair &p : pairs) {
+        for (uint32_t seed = 0; seed < 4; ++seed) {
+            const auto w = quantize(p.type, random_row(kRow, 600 + seed));
+            const auto a = quantize(DType::Q8_K, random_row(kRow, 700 + seed));
+            EXPECT_EQ(p.avx512(kRow, w.data(), a.data()), p.avx2(kRow, w.data(), a.data()))
+                << dtype_name(p.type) << " seed " << seed;
+        }
+        for (int trial = 0; trial < 16; ++trial) {
+            std::vector<uint8_t> w(p.block_bytes * kBlocks);
+            for (uint8_t &byte : w) byte = uint8_t(rng());
+            std::vector<quant::BlockQ8K> a(kBlocks);
+            for (int64_t b = 0; b < kBlocks; ++b) {
+                // finite F16 super-scales (the last 2 or 4 bytes of both block types)
+                const uint16_t d = f32_to_fp16(float(rng() % 1000) / 997.0f - 0.5f);
+                std::memcpy(w.data() + size_t(b + 1) * p.block_bytes - 2, &d, 2);
+                if (p.type == DType::Q2_K)
+                    std::memcpy(w.data() + size_t(b + 1) * p.block_bytes - 4, &d, 2);
+                a[size_t(b)].d = float(rng() % 1000) / 1000.0f;
+                for (int8_t &q : a[size_t(b)].qs) q = int8_t(rng());
+                for (int j = 0; j < quant::QK_K / 16; ++j) {
+                    int sum = 0;
+                    for (int i = 0; i < 16; ++i) sum += a[size_t(b)].qs[16 * j + i];
+                    a[size_t(b)].bsums[j] = int16_t(sum);
+                }
+            }
+            EXPECT_EQ(p.avx512(kRow, w.data(), a.data()), p.avx2(kRow, w.data(), a.data()))
+                << dtype_name(p.type) << " trial " << trial;
+        }
+    }
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Formats, KQuant, testing::ValuesIn(kBounds),
                          [](const auto &info) { return std::string(dtype_name(info.param.type)); });
