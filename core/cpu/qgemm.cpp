@@ -130,6 +130,12 @@ const Format *format(DType type) {
     switch (type) {
         case DType::Q4_0:
             return &kFormatQ4_0;
+        case DType::Q4_1:
+            return &kFormatQ4_1;
+        case DType::Q5_0:
+            return &kFormatQ5_0;
+        case DType::Q5_1:
+            return &kFormatQ5_1;
         case DType::Q8_0:
             return &kFormatQ8_0;
         case DType::Q4_K:

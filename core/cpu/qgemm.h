@@ -4,16 +4,18 @@
 // mul_mat_id take when their weights are repacked.
 //
 // Phase 1: the node's columns are quantized once, split across threads, into shared scratch, as
-// llama.cpp quantizes them (Q8_0 for Q4_0 / Q8_0 / MXFP4 / IQ4_NL weights, Q8_K for the K-quants
-// and IQ4_XS), and laid out in panels of up to kPanel columns. Phase 2, after a barrier: each
-// thread multiplies its groups of 16 weight rows with every panel; a tile kernel keeps 16 rows x NC
-// columns of sums in registers and reads each weight block once per panel.
+// llama.cpp quantizes them (Q8_0 for Q4_0 / Q5_0 / Q8_0 / MXFP4 / IQ4_NL weights, Q8_1 for Q4_1 /
+// Q5_1, Q8_K for the K-quants and IQ4_XS), and laid out in panels of up to kPanel columns. Phase 2,
+// after a barrier: each thread multiplies its groups of 16 weight rows with every panel; a tile
+// kernel keeps 16 rows x NC columns of sums in registers and reads each weight block once per
+// panel.
 //
 // Arithmetic, identical for every N, panel width, thread count and position in the batch: each
 // (row, column) lane sums a block's integer products exactly (VPDPBUSD), then
 //   acc = fma(float(sum), d_w * d_a, acc)
 // block after block. K-quants first combine their sub-block sums with the 6- or 8-bit scales in
-// integers (exact), and Q4_K adds the mins as a second fma with -(dmin_w * d_a). This is the
+// integers (exact), Q4_K adds the mins as a second fma with -(dmin_w * d_a), and Q4_1 / Q5_1
+// theirs in a sum of fma(m_w, s_a, .) of their own, added last. This is the
 // order tests/quant/repacked_matmul_tests.cpp recomputes in scalar code.
 #include <array>
 #include <cstddef>
@@ -63,7 +65,8 @@ inline void prefetch_weights(const std::byte *w) {
     }
 }
 
-extern const Format kFormatQ4_0, kFormatQ8_0;               // qgemm_legacy.cpp
+extern const Format kFormatQ4_0, kFormatQ4_1, kFormatQ5_0, kFormatQ5_1,
+    kFormatQ8_0;                                            // qgemm_legacy.cpp
 extern const Format kFormatQ4_K, kFormatQ5_K, kFormatQ6_K;  // qgemm_k.cpp
 extern const Format kFormatMXFP4, kFormatIQ4_NL;            // qgemm_lut4.cpp
 extern const Format kFormatIQ4_XS;                          // qgemm_iq4xs.cpp

@@ -1,13 +1,20 @@
-// Tiles for repacked Q4_0 and Q8_0 weights against Q8_0 columns (core/cpu/qgemm.h).
+// Tiles for repacked Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights against Q8_0 / Q8_1 columns
+// (core/cpu/qgemm.h).
 //
-// A group block (16 rows, one 32-element block each) is 16 F16 scales, then the quants as
-// 4-byte units of the 16 rows side by side: one 64-byte vector per unit (core/cpu/repack.h).
-// Q4_0 unit t holds elements 4t..4t+3 in its low nibbles and 16+4t..16+4t+3 in its high ones;
-// Q8_0 unit t holds elements 4t..4t+3 as 128 + q.
+// A group block (16 rows, one 32-element block each) is 16 F16 scales (d), for Q4_1 / Q5_1 16 F16
+// minimums (m), for Q5 the 16 rows' fifth bits (4 bytes per row, reordered: core/cpu/repack.cpp),
+// then the quants as 4-byte units of the 16 rows side by side: one 64-byte vector per unit
+// (core/cpu/repack.h). Nibble unit t holds elements 4t..4t+3 in its low nibbles and
+// 16+4t..16+4t+3 in its high ones; Q8_0 unit t holds elements 4t..4t+3 as 128 + q.
 //
-// Both are unsigned against the signed activations, as VPDPBUSD wants, so a block's sum is
-// sum(u * a) - offset * sum(a) with offset 8 (Q4_0) or 128 (Q8_0): the panel's per-block term is
-// -offset * sum(a), which starts each lane's sum (Q8_0 without VNNI: see kQ8Offset).
+// All are unsigned against the signed activations, as VPDPBUSD wants, so a block's sum is
+// sum(u * a) - offset * sum(a) with offset 8 (Q4_0), 16 (Q5_0), 128 (Q8_0) or 0 (Q4_1, Q5_1,
+// whose values are d * u + m): the panel's per-block term is -offset * sum(a), which starts each
+// lane's sum (Q8_0 without VNNI: see kQ8Offset). Q4_1 / Q5_1 take Q8_1 columns, whose s = d_a *
+// sum(a) (rounded to F16, as llama.cpp keeps it) is that term instead, summed apart as ggml
+// does: per block acc = fma(float(sum), d_w * d_a, acc) and acc_min = fma(m_w, s_a, acc_min),
+// then acc + acc_min. (The two largely cancel: interleaved in one sum they round differently
+// enough from llama.cpp's that an 8-bit activation step moves, NMSE 6e-5 on llama-q-q4_1.)
 #include <cstring>
 #include <utility>
 
@@ -25,59 +32,101 @@ namespace {
 using q8_0_panel::kBlock;
 using q8_0_panel::kColumnBlock;
 using q8_0_panel::prepare;
+using q8_0_panel::prepare_q8_1;
 
 // Q8_0's unsigned 128 + q goes to VPDPBUSD where the build has it; without VNNI, whose emulation
 // multiplies unsigned bytes up to 127 only, the tile takes q back (the XOR) and multiplies signed
 // bytes, and the panel's term is 0.
 constexpr int kQ8Offset = kVnni ? 128 : 0;
 
-template <int NC, bool kNibbles>
+// What a tile needs to know of each format's group block.
+enum class Legacy { q4_0, q4_1, q5_0, q5_1, q8_0 };
+template <Legacy F>
+struct GroupBlock {
+    static constexpr bool kNibbles = F != Legacy::q8_0;
+    static constexpr bool kMin = F == Legacy::q4_1 || F == Legacy::q5_1;
+    static constexpr bool kFifthBit = F == Legacy::q5_0 || F == Legacy::q5_1;
+    static constexpr size_t kBlockBytes = F == Legacy::q4_0   ? sizeof(quant::BlockQ4_0)
+                                          : F == Legacy::q4_1 ? sizeof(quant::BlockQ4_1)
+                                          : F == Legacy::q5_0 ? sizeof(quant::BlockQ5_0)
+                                          : F == Legacy::q5_1 ? sizeof(quant::BlockQ5_1)
+                                                              : sizeof(quant::BlockQ8_0);
+    static constexpr size_t kBytes = kRepackRows * kBlockBytes;
+    // Offsets of the fields in the group block: each row's field times 16.
+    static constexpr size_t kMins = 2 * kRepackRows;  // after the scales
+    static constexpr size_t kFifthBits = (kMin ? 4 : 2) * kRepackRows;
+    static constexpr size_t kQuants = kBytes - kRepackRows * (kNibbles ? 16 : 32);
+    static constexpr int kMaxLevel = !kNibbles ? 255 : kFifthBit ? 31 : 15;
+};
+
+template <int NC, Legacy F>
 void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
-    constexpr size_t kGroupBlock =
-        kRepackRows * (kNibbles ? sizeof(quant::BlockQ4_0) : sizeof(quant::BlockQ8_0));
-    constexpr size_t kQuants = 2 * kRepackRows;  // after the 16 F16 scales
+    using G = GroupBlock<F>;
     const Ints low4 = Ints::splat8(0x0F);
+    const Ints bit4 = Ints::splat8(0x10);
     Floats acc[NC];
+    Floats acc_min[G::kMin ? NC : 1];  // the minimums' terms, summed apart as ggml does
     for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
+    for (Floats &a : acc_min) a = Floats::zero();
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte *w = group + size_t(b) * kGroupBlock;
-        prefetch_weights<kGroupBlock, NC>(w);
+        const std::byte *w = group + size_t(b) * G::kBytes;
+        prefetch_weights<G::kBytes, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
         const Floats dw = Floats::load_f16(w);
         Ints q[8];  // q[t]: elements 4t..4t+3 of the 16 rows
-        if constexpr (kNibbles) {
+        if constexpr (G::kNibbles) {
             for (int t = 0; t < 4; ++t) {
-                const Ints v = Ints::load(w + kQuants + 64 * t);
+                const Ints v = Ints::load(w + G::kQuants + 64 * t);
                 q[t] = v & low4;
                 q[t + 4] = srli16(v, 4) & low4;
             }
+            if constexpr (G::kFifthBit) {
+                // bit 8i + t of a row's word: element 4t + i, to bit 4 of byte i; bit 8i + 4 + t:
+                // element 16 + 4t + i (repack.cpp's order)
+                const Ints h = Ints::load(w + G::kFifthBits);
+                q[0] = q[0] | (slli16(h, 4) & bit4);
+                q[1] = q[1] | (slli16(h, 3) & bit4);
+                q[2] = q[2] | (slli16(h, 2) & bit4);
+                q[3] = q[3] | (slli16(h, 1) & bit4);
+                q[4] = q[4] | (h & bit4);
+                q[5] = q[5] | (srli16(h, 1) & bit4);
+                q[6] = q[6] | (srli16(h, 2) & bit4);
+                q[7] = q[7] | (srli16(h, 3) & bit4);
+            }
         } else {
             for (int t = 0; t < 8; ++t) {
-                q[t] = Ints::load(w + kQuants + 64 * t);
+                q[t] = Ints::load(w + G::kQuants + 64 * t);
                 if constexpr (!kVnni) q[t] = q[t] ^ Ints::splat8(int8_t(0x80));
             }
         }
 #pragma GCC unroll 12
         for (int c = 0; c < NC; ++c) {
-            Ints sum = Ints::broadcast32(a + NC * (kBlock + 4) + 4 * c);
+            const std::byte *term = a + NC * (kBlock + 4) + 4 * c;
+            Ints sum = G::kMin ? Ints::zero() : Ints::broadcast32(term);
             auto x = [&](int t) { return Ints::broadcast32(a + c * kBlock + 4 * t); };
-            if constexpr (kNibbles || kVnni) {
-                constexpr int kMaxLevel = kNibbles ? 15 : 255;
-                sum = dot_units<8, kMaxLevel>(sum, q, x);
+            if constexpr (G::kNibbles || kVnni) {
+                sum = dot_units<8, G::kMaxLevel>(sum, q, x);
             } else {
 #pragma GCC unroll 8
                 for (int t = 0; t < 8; ++t) sum = dot_s8s8(sum, q[t], x(t));
             }
             const Floats scale = dw * Floats::splat(load_f32(a + NC * kBlock + 4 * c));
             acc[c] = fmadd(Floats::from_ints(sum), scale, acc[c]);
+            if constexpr (G::kMin) {
+                acc_min[c] = fmadd(Floats::load_f16(w + G::kMins), Floats::splat(load_f32(term)),
+                                   acc_min[c]);
+            }
         }
     }
-    for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
+    for (int c = 0; c < NC; ++c) {
+        if constexpr (G::kMin) acc[c] = acc[c] + acc_min[c];
+        acc[c].store(out + c * kGroupRows);
+    }
 }
 
-template <bool kNibbles, size_t... I>
+template <Legacy F, size_t... I>
 constexpr std::array<Tile, kPanel> tiles(std::index_sequence<I...>) {
-    return {tile<int(I) + 1, kNibbles>...};
+    return {tile<int(I) + 1, F>...};
 }
 constexpr auto kPanelWidths = std::make_index_sequence<kPanel>();
 
@@ -87,14 +136,29 @@ const Format kFormatQ4_0{.act_type = DType::Q8_0,
                          .block = kBlock,
                          .extra = 1,
                          .prepare = prepare<8>,
-                         .tiles = tiles<true>(kPanelWidths)};
+                         .tiles = tiles<Legacy::q4_0>(kPanelWidths)};
+const Format kFormatQ4_1{.act_type = DType::Q8_1,
+                         .block = kBlock,
+                         .extra = 1,
+                         .prepare = prepare_q8_1,
+                         .tiles = tiles<Legacy::q4_1>(kPanelWidths)};
+const Format kFormatQ5_0{.act_type = DType::Q8_0,
+                         .block = kBlock,
+                         .extra = 1,
+                         .prepare = prepare<16>,
+                         .tiles = tiles<Legacy::q5_0>(kPanelWidths)};
+const Format kFormatQ5_1{.act_type = DType::Q8_1,
+                         .block = kBlock,
+                         .extra = 1,
+                         .prepare = prepare_q8_1,
+                         .tiles = tiles<Legacy::q5_1>(kPanelWidths)};
 const Format kFormatQ8_0{.act_type = DType::Q8_0,
                          .block = kBlock,
                          .extra = 1,
                          .prepare = prepare<kQ8Offset>,
-                         .tiles = tiles<false>(kPanelWidths)};
+                         .tiles = tiles<Legacy::q8_0>(kPanelWidths)};
 #else
-const Format kFormatQ4_0{}, kFormatQ8_0{};
+const Format kFormatQ4_0{}, kFormatQ4_1{}, kFormatQ5_0{}, kFormatQ5_1{}, kFormatQ8_0{};
 #endif
 
 }  // namespace loom::cpu::inline LOOM_ISA::qgemm

@@ -13,11 +13,27 @@ namespace loom::cpu::inline LOOM_ISA {
 namespace {
 
 // One field of a block: `size` bytes at byte `offset`, interleaved across the 16 rows in units
-// of `unit` bytes, each byte XORed with `flip`.
+// of `unit` bytes, each byte XORed with `flip`; a 4-byte `high_bits` field (Q5_0 / Q5_1's qh)
+// also has its bits reordered by spread_high_bits.
 struct Field {
     int offset, size, unit;
     uint8_t flip = 0;
+    bool high_bits = false;
 };
+
+// The fifth bits of a Q5 block, bit e for element e, reordered for the integer tile: element e
+// of half h = e / 16, unit t = e % 16 / 4, byte i = e % 4 goes to bit 8i + 4h + t. Shifting the
+// word left by 4 - t (half 0) or right by t (half 1) then puts the bits of unit t's four elements
+// at bit 4 of their bytes, where the low nibbles' fifth bit belongs (core/cpu/qgemm_legacy.cpp).
+uint32_t spread_high_bits(uint32_t qh, bool to_repacked) {
+    uint32_t out = 0;
+    for (int e = 0; e < 32; ++e) {
+        const int moved = 8 * (e % 4) + 4 * (e / 16) + e % 16 / 4;
+        const int from = to_repacked ? e : moved, to = to_repacked ? moved : e;
+        out |= ((qh >> from) & 1u) << to;
+    }
+    return out;
+}
 
 struct Layout {
     int n_fields = 0;
@@ -28,6 +44,9 @@ struct Layout {
 constexpr std::array<Layout, kDTypeCount> kLayouts = [] {
     std::array<Layout, kDTypeCount> t{};
     t[size_t(DType::Q4_0)] = {2, {{{0, 2, 2}, {2, 16, 4}}}};
+    t[size_t(DType::Q4_1)] = {3, {{{0, 2, 2}, {2, 2, 2}, {4, 16, 4}}}};
+    t[size_t(DType::Q5_0)] = {3, {{{0, 2, 2}, {2, 4, 4, 0, true}, {6, 16, 4}}}};
+    t[size_t(DType::Q5_1)] = {4, {{{0, 2, 2}, {2, 2, 2}, {4, 4, 4, 0, true}, {8, 16, 4}}}};
     // 128 + q: the unsigned side of VPDPBUSD; the kernel subtracts 128 * sum(activations).
     t[size_t(DType::Q8_0)] = {2, {{{0, 2, 2}, {2, 32, 4, 0x80}}}};
     t[size_t(DType::Q4_K)] = {4, {{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}}};
@@ -47,6 +66,9 @@ constexpr std::array<Layout, kDTypeCount> kLayouts = [] {
 constexpr bool has_kernels(DType type) {
     switch (type) {
         case DType::Q4_0:
+        case DType::Q4_1:
+        case DType::Q5_0:
+        case DType::Q5_1:
         case DType::Q8_0:
         case DType::Q4_K:
         case DType::Q5_K:
@@ -61,17 +83,21 @@ constexpr bool has_kernels(DType type) {
 }
 
 // Moves the `n_units` units of one field of one block of row r between the row (from byte
-// `plain`) and the group's block (from byte `packed`, r's first unit), XORing each with `flip`.
+// `plain`) and the group's block (from byte `packed`, r's first unit), XORing each with `flip`
+// (and, for high_bits, reordering its bits).
 // Typed units: one load and one store each, where a byte loop made loading take seconds.
 template <typename Unit, bool kToRepacked>
 void move_field(const uint8_t *src, uint8_t *dst, size_t plain, size_t packed, int n_units,
-                Unit flip) {
+                Unit flip, bool high_bits) {
     for (int u = 0; u < n_units; ++u) {
         const size_t in_row = plain + size_t(u) * sizeof(Unit);
         const size_t in_group = packed + size_t(u) * size_t(kRepackRows) * sizeof(Unit);
         Unit v;
         std::memcpy(&v, src + (kToRepacked ? in_row : in_group), sizeof(Unit));
         v = Unit(v ^ flip);
+        if constexpr (sizeof(Unit) == 4) {
+            if (high_bits) v = spread_high_bits(v, kToRepacked);
+        }
         std::memcpy(dst + (kToRepacked ? in_group : in_row), &v, sizeof(Unit));
     }
 }
@@ -85,7 +111,7 @@ void move_field_rows(const Field &field, const uint8_t *src, uint8_t *dst, size_
         move_field<Unit, kToRepacked>(
             src, dst, size_t(r) * row_bytes + plain_block + size_t(field.offset),
             group_block + size_t(kRepackRows * field.offset) + size_t(r) * sizeof(Unit), n_units,
-            flip);
+            flip, field.high_bits);
     }
 }
 

@@ -9,7 +9,8 @@
 // F16 scales, the packed scales, the quants) becomes that field of the 16 rows side by side, in
 // units of 2 (F16 scalars), 1 (scale bytes) or 4 (quants) bytes. Fields keep their order, so the
 // field at byte offset o of a block starts at byte 16 * o of the group's block. Q8_0's quants are
-// also offset by 128 (stored as unsigned bytes, which VPDPBUSD needs on one side).
+// also offset by 128 (stored as unsigned bytes, which VPDPBUSD needs on one side), and the bits
+// of Q5_0 / Q5_1's qh (a 4-byte unit per row) are reordered for the tile (repack.cpp).
 //
 // F16 and BF16 matrices are stored the same way with one element per block: element k of the
 // 16 rows side by side (32 bytes), so the float GEMM reads a vector of 16 rows' element k with
@@ -23,8 +24,9 @@
 #include "loom/backend.h"
 #include "loom/tensor.h"
 
-// The integer kernels of Q4_0, Q8_0, Q4_K, Q5_K and Q6_K run on 64 bytes of a group at once:
-// one AVX-512BW register or two AVX2 ones (core/cpu/qgemm_simd.h), with F16C for the scales.
+// The integer kernels of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K run on 64 bytes of a
+// group at once: one AVX-512BW register or two AVX2 ones (core/cpu/qgemm_simd.h), with F16C for
+// the scales.
 #if (LOOM_X86_AVX512BW || (LOOM_X86_AVX2 && LOOM_X86_FMA)) && LOOM_X86_F16C
 #define LOOM_INTEGER_KERNELS 1
 #else
@@ -51,8 +53,8 @@ namespace loom::cpu {
 inline constexpr int64_t kRepackRows = 16;
 
 // The answers of the kernels in use (the level core/isa.h selected; core/cpu/dispatch.cpp):
-// True when `type` has a repacked layout and those kernels read it: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K,
-// F16, BF16 (AVX2 or AVX-512), MXFP4, IQ4_NL, IQ4_XS (AVX-512 VNNI).
+// True when `type` has a repacked layout and those kernels read it: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q4_K, Q5_K, Q6_K, F16, BF16 (AVX2 or AVX-512), MXFP4, IQ4_NL, IQ4_XS (AVX-512 VNNI).
 bool has_repacked_layout(DType type);
 // True when t can be stored repacked: a type with a layout, contiguous, rows a multiple of 16.
 bool can_repack(const Tensor *t);

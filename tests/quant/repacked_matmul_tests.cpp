@@ -27,8 +27,9 @@ using quant_test::random_f32;
 using quant_test::random_row;
 using quant_test::run_graph;
 
-const DType kRepackedTypes[] = {DType::Q4_0, DType::Q8_0,  DType::Q4_K,   DType::Q5_K,
-                                DType::Q6_K, DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
+const DType kRepackedTypes[] = {DType::Q4_0,  DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
+                                DType::Q8_0,  DType::Q4_K,   DType::Q5_K,  DType::Q6_K,
+                                DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
 
 // Weights [K, rows, n_mat] of `type` (random N(0, 1) values quantized) stored in a repack buffer.
 struct RepackedWeights {
@@ -49,39 +50,81 @@ struct RepackedWeights {
     }
 };
 
-// The column as the kernels quantize it (Q8_0: llama.cpp's x86 quantizer; Q8_K: reference).
+// The column as the kernels quantize it (Q8_0, Q8_1: llama.cpp's x86 quantizers; Q8_K:
+// reference).
 std::vector<std::byte> quantize_column(DType weight_type, const float *x, int64_t K) {
     const DType act = traits(weight_type).vec_dot_type;
     std::vector<std::byte> q(row_size(act, K));
     if (act == DType::Q8_0) {
         quant::quantize_activations_q8_0(x, q.data(), K);
+    } else if (act == DType::Q8_1) {
+        quant::quantize_activations_q8_1(x, q.data(), K);
     } else {
         traits(act).from_float(x, q.data(), K);
     }
     return q;
 }
 
-// qgemm.h's order, from the file's bytes: exact integer block sums, then one fma per block.
-float legacy_expected(DType type, const std::byte *row, const std::byte *column, int64_t K) {
-    const auto *y = reinterpret_cast<const quant::BlockQ8_0 *>(column);
-    float acc = 0.0f;
-    for (int64_t b = 0; b < K / 32; ++b) {
-        int32_t sum = 0;
-        float dw;
-        if (type == DType::Q4_0) {
-            const auto &x = reinterpret_cast<const quant::BlockQ4_0 *>(row)[b];
-            for (int i = 0; i < 16; ++i) {
-                sum += ((x.qs[i] & 0x0F) - 8) * y[b].qs[i] + ((x.qs[i] >> 4) - 8) * y[b].qs[i + 16];
-            }
-            dw = fp16_to_f32(x.d);
-        } else {
-            const auto &x = reinterpret_cast<const quant::BlockQ8_0 *>(row)[b];
-            for (int i = 0; i < 32; ++i) sum += x.qs[i] * y[b].qs[i];
-            dw = fp16_to_f32(x.d);
+// Element i of a legacy block (i < 32) as the tile's unsigned level, and the offset it takes off.
+struct Level {
+    int u, offset;
+};
+uint32_t fifth_bits(const uint8_t *qh) {
+    uint32_t bits;
+    std::memcpy(&bits, qh, 4);
+    return bits;
+}
+int nibble(const uint8_t *qs, int i) {
+    return i < 16 ? qs[i] & 0x0F : qs[i - 16] >> 4;
+}
+Level level(DType type, const std::byte *block, int i) {
+    switch (type) {
+        case DType::Q4_0:
+            return {nibble(reinterpret_cast<const quant::BlockQ4_0 *>(block)->qs, i), 8};
+        case DType::Q4_1:
+            return {nibble(reinterpret_cast<const quant::BlockQ4_1 *>(block)->qs, i), 0};
+        case DType::Q5_0: {
+            const auto *x = reinterpret_cast<const quant::BlockQ5_0 *>(block);
+            return {nibble(x->qs, i) | int((fifth_bits(x->qh) >> i) & 1) << 4, 16};
         }
-        acc = std::fma(float(sum), dw * fp16_to_f32(y[b].d), acc);
+        case DType::Q5_1: {
+            const auto *x = reinterpret_cast<const quant::BlockQ5_1 *>(block);
+            return {nibble(x->qs, i) | int((fifth_bits(x->qh) >> i) & 1) << 4, 0};
+        }
+        default:
+            return {reinterpret_cast<const quant::BlockQ8_0 *>(block)->qs[i] + 128, 128};
     }
-    return acc;
+}
+
+// qgemm.h's order, from the file's bytes: exact integer block sums, then one fma per block (and
+// for Q4_1 / Q5_1 a sum of the minimums times the column's s, added last).
+float legacy_expected(DType type, const std::byte *row, const std::byte *column, int64_t K) {
+    const bool with_min = type == DType::Q4_1 || type == DType::Q5_1;
+    const size_t block_bytes = traits(type).type_size;
+    const size_t column_block = with_min ? sizeof(quant::BlockQ8_1) : sizeof(quant::BlockQ8_0);
+    float acc = 0.0f, acc_min = 0.0f;
+    for (int64_t b = 0; b < K / 32; ++b) {
+        const std::byte *x = row + size_t(b) * block_bytes;
+        const std::byte *y = column + size_t(b) * column_block;
+        // d comes first in both activation blocks, and in every weight block
+        uint16_t dw, da;
+        std::memcpy(&dw, x, 2);
+        std::memcpy(&da, y, 2);
+        const auto *qa = reinterpret_cast<const int8_t *>(y + (with_min ? 4 : 2));
+        int32_t sum = 0;
+        for (int i = 0; i < 32; ++i) {
+            const Level l = level(type, x, i);
+            sum += (l.u - l.offset) * qa[i];
+        }
+        acc = std::fma(float(sum), fp16_to_f32(dw) * fp16_to_f32(da), acc);
+        if (with_min) {
+            uint16_t mw, sa;
+            std::memcpy(&mw, x + 2, 2);
+            std::memcpy(&sa, y + 2, 2);
+            acc_min = std::fma(fp16_to_f32(mw), fp16_to_f32(sa), acc_min);
+        }
+    }
+    return with_min ? acc + acc_min : acc;
 }
 
 // The table-indexed 32-blocks: the same order, with each code's table value.

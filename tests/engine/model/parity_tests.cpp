@@ -57,8 +57,9 @@ struct Case {
 // llama.cpp's own intermediate tensors shows where it starts: in the attention's F32 products
 // (KQ differs by ~6e-6 from ggml's summation order; Q5_1 then first moves at position 5, Q3_K
 // at 1, BF16 everywhere), in llama.cpp's interleaved Q4_K kernel (K and Q of layer 0), and in
-// Loom's interleaved Q8_0 kernel, which by choice sums each block exactly before scaling it
-// where ggml scales 8 partial sums. Those cases get this tolerance and gap.
+// Loom's interleaved Q8_0 and Q4_1 kernels, which by choice sum each block exactly before
+// scaling it where ggml scales 8 partial sums (Q4_1's unsigned levels and minimums cancel
+// largely, which amplifies those roundings: NMSE 6e-5). Those cases get this tolerance and gap.
 constexpr double kNearTolerance = 5e-4;
 constexpr double kQuantizedDecodeGap = 0.01;
 constexpr double kNearGap = 0.1;
@@ -169,7 +170,6 @@ const Case kCases[] = {
     {"gpt-oss", 1e-6},  // MXFP4 experts, attention sinks, window 8 on even layers, YaRN
     {"llama-2-tiny-random", 1e-12},  // F16 weights
     {"llama-q-q4_0", 1e-12, 1e-3, kQuantizedDecodeGap},
-    {"llama-q-q4_1", 1e-12, 1e-3, kQuantizedDecodeGap},
     {"llama-q-q5_0", 1e-12, 1e-3, kQuantizedDecodeGap},
     {"llama-q-q2_k", 1e-12, 1e-3, kQuantizedDecodeGap},
     {"llama-q-q5_k", 1e-12, 1e-3, kQuantizedDecodeGap},
@@ -178,6 +178,7 @@ const Case kCases[] = {
     {"llama-q-f16", 1e-6, kNearGap},
     {"llama-q-bf16", kNearTolerance, kNearGap},
     {"llama-q-q8_0", kNearTolerance, kNearGap},
+    {"llama-q-q4_1", kNearTolerance, kNearGap},
     {"llama-q-q5_1", kNearTolerance, kNearGap},
     {"llama-q-q3_k", kNearTolerance, kNearGap},
     {"llama-q-q4_k", kNearTolerance, kNearGap},
