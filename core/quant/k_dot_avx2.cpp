@@ -12,7 +12,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "loom/fp16.h"
+#include "core/quant/half.h"
 
 namespace loom::quant::inline LOOM_ISA {
 namespace {
@@ -23,16 +23,6 @@ float hsum_float_8(__m256 x) {
     r = _mm_add_ps(r, _mm_movehl_ps(r, r));
     r = _mm_add_ss(r, _mm_movehdup_ps(r));
     return _mm_cvtss_f32(r);
-}
-
-// A half as a float: the same value as fp16_to_f32, in one instruction (F16C comes with AVX2 on
-// every x86 that has both).
-float half(uint16_t h) {
-#if LOOM_X86_F16C
-    return _cvtsh_ss(h);
-#else
-    return fp16_to_f32(h);
-#endif
 }
 
 __m256i load256(const void *p) {
@@ -106,6 +96,17 @@ __m256i half_block_sums(const __m256i levels[4], int offset, const int8_t *q8, c
     return sumi;
 }
 
+// A Q2_K block's min terms, which come first, in the same 8 accumulators: lane k takes
+// sub-blocks 2k and 2k + 1.
+__m256 add_q2_k_mins(const BlockQ2K &x, const BlockQ8K &y, __m256 acc) {
+    const float dmin = -y.d * half_to_float(x.dmin);
+    const __m128i packed = _mm_loadu_si128((const __m128i *)x.scales);
+    const __m256i mins16 =
+        _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0xF)));
+    const __m256i min_products = _mm256_madd_epi16(mins16, load256(y.bsums));
+    return _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(min_products), acc);
+}
+
 }  // namespace
 
 float dot_q4_k_avx2(int64_t n, const void *vx, const void *vy) {
@@ -114,8 +115,8 @@ float dot_q4_k_avx2(int64_t n, const void *vx, const void *vy) {
     __m256 acc = _mm256_setzero_ps();
     __m128 acc_mins = _mm_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * half(x[b].d);
-        const float dmin = -y[b].d * half(x[b].dmin);
+        const float d = y[b].d * half_to_float(x[b].d);
+        const float dmin = -y[b].d * half_to_float(x[b].dmin);
         const ScalesMins sm = scales_mins(x[b]);
         acc_mins =
             _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(min_products(sm, y[b])), acc_mins);
@@ -133,8 +134,8 @@ float dot_q5_k_avx2(int64_t n, const void *vx, const void *vy) {
     __m256 acc = _mm256_setzero_ps();
     float sum_mins = 0.f;
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * half(x[b].d);
-        const float dmin = -y[b].d * half(x[b].dmin);
+        const float d = y[b].d * half_to_float(x[b].d);
+        const float dmin = -y[b].d * half_to_float(x[b].dmin);
         const ScalesMins sm = scales_mins(x[b]);
         const __m128i mp = min_products(sm, y[b]);
         const int mins_total = _mm_extract_epi32(mp, 0) + _mm_extract_epi32(mp, 1) +
@@ -153,16 +154,10 @@ float dot_q2_k_avx2(int64_t n, const void *vx, const void *vy) {
     const __m256i two_bits = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * half(x[b].d);
-        const float dmin = -y[b].d * half(x[b].dmin);
+        const float d = y[b].d * half_to_float(x[b].d);
         int scales[16];
         for (int j = 0; j < 16; ++j) scales[j] = x[b].scales[j] & 0xF;
-        // Min terms first, in the same 8 accumulators: lane k takes sub-blocks 2k and 2k + 1.
-        const __m128i packed = _mm_loadu_si128((const __m128i *)x[b].scales);
-        const __m256i mins16 =
-            _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0xF)));
-        const __m256i min_products = _mm256_madd_epi16(mins16, load256(y[b].bsums));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(min_products), acc);
+        acc = add_q2_k_mins(x[b], y[b], acc);
 
         __m256i sumi = _mm256_setzero_si256();
         for (int half = 0; half < 2; ++half) {
@@ -186,7 +181,7 @@ float dot_q3_k_avx2(int64_t n, const void *vx, const void *vy) {
     const __m256i one = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * half(x[b].d);
+        const float d = y[b].d * half_to_float(x[b].d);
         int scales[16];
         for (int j = 0; j < 16; ++j) {
             const int low = j < 8 ? x[b].scales[j] & 0xF : x[b].scales[j - 8] >> 4;
@@ -245,14 +240,9 @@ float dot_q2_k_avx512(int64_t n, const void *vx, const void *vy) {
     const __m512i two_bits = _mm512_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * half(x[b].d);
-        const float dmin = -y[b].d * half(x[b].dmin);
+        const float d = y[b].d * half_to_float(x[b].d);
+        acc = add_q2_k_mins(x[b], y[b], acc);
         const __m128i packed = _mm_loadu_si128((const __m128i *)x[b].scales);
-        // Min terms first, as the AVX2 kernel.
-        const __m256i mins16 =
-            _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0xF)));
-        const __m256i min_products = _mm256_madd_epi16(mins16, load256(y[b].bsums));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(min_products), acc);
 
         const __m512i scales32 = _mm512_cvtepu8_epi32(_mm_and_si128(packed, _mm_set1_epi8(0xF)));
         const __m512i bits = _mm512_loadu_si512(x[b].qs);  // half 0's 32 bytes, then half 1's
@@ -284,7 +274,7 @@ float dot_q3_k_avx512(int64_t n, const void *vx, const void *vy) {
     const __m512i high_shift = _mm512_slli_epi32(_mm512_srli_epi32(lane, 2), 1);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * half(x[b].d);
+        const float d = y[b].d * half_to_float(x[b].d);
         uint64_t low8;
         uint32_t high4;
         std::memcpy(&low8, x[b].scales, 8);
@@ -331,7 +321,7 @@ float dot_q6_k_avx2(int64_t n, const void *vx, const void *vy) {
     const __m256i two_bits = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; ++b) {
-        const float d = y[b].d * half(x[b].d);
+        const float d = y[b].d * half_to_float(x[b].d);
         int scales[16];
         for (int j = 0; j < 16; ++j) scales[j] = x[b].scales[j];
         // The offset 32 comes off once per block, lane k taking sub-blocks 2k and 2k + 1

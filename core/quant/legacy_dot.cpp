@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/quant/half.h"
 #include "core/quant/legacy_formats.h"
 #include "core/quant/quant.h"
 #include "loom/fp16.h"
@@ -86,15 +87,6 @@ constexpr bool kHasMin = requires(const typename F::Block &b) {
 };
 
 #if defined(LOOM_LEGACY_AVX2)
-
-// The same value as fp16_to_f32 (every half is a float), in one instruction where F16C exists.
-float half_to_float(uint16_t h) {
-#if LOOM_X86_F16C
-    return _cvtsh_ss(h);
-#else
-    return fp16_to_f32(h);
-#endif
-}
 
 // The block's weight quants as 32 bytes, element j in byte j.
 __m256i nibbles(const uint8_t *qs) {
