@@ -43,7 +43,7 @@ static_assert(kBlock % VL == 0);
 // (The scalar tails call std::fma explicitly: GCC contracts a * b + c in C++ whatever the -std,
 // and might do so differently in each instantiation.)
 
-constexpr int kTile = 16;
+constexpr int kTile = 16;  // four row groups (below): a block of K and V read from memory once
 
 // ---------------------------------------------------------------------------------------------
 // Scores. A group of kRowGroup queries meets kPosGroup K rows at a time: kRowGroup * kPosGroup =
