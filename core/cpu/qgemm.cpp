@@ -138,6 +138,10 @@ const Format *format(DType type) {
             return &kFormatQ5_1;
         case DType::Q8_0:
             return &kFormatQ8_0;
+        case DType::Q2_K:
+            return &kFormatQ2_K;
+        case DType::Q3_K:
+            return &kFormatQ3_K;
         case DType::Q4_K:
             return &kFormatQ4_K;
         case DType::Q5_K:

@@ -66,10 +66,11 @@ inline void prefetch_weights(const std::byte *w) {
 }
 
 extern const Format kFormatQ4_0, kFormatQ4_1, kFormatQ5_0, kFormatQ5_1,
-    kFormatQ8_0;                                            // qgemm_legacy.cpp
-extern const Format kFormatQ4_K, kFormatQ5_K, kFormatQ6_K;  // qgemm_k.cpp
-extern const Format kFormatMXFP4, kFormatIQ4_NL;            // qgemm_lut4.cpp
-extern const Format kFormatIQ4_XS;                          // qgemm_iq4xs.cpp
+    kFormatQ8_0;  // qgemm_legacy.cpp
+extern const Format kFormatQ2_K, kFormatQ3_K, kFormatQ4_K, kFormatQ5_K,
+    kFormatQ6_K;                                  // qgemm_k.cpp
+extern const Format kFormatMXFP4, kFormatIQ4_NL;  // qgemm_lut4.cpp
+extern const Format kFormatIQ4_XS;                // qgemm_iq4xs.cpp
 
 // Null when `type` has no repacked kernel in this build.
 const Format *format(DType type);

@@ -1,15 +1,21 @@
-// Tiles for repacked Q4_K, Q5_K and Q6_K weights against Q8_K columns (core/cpu/qgemm.h).
+// Tiles for repacked Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights against Q8_K columns
+// (core/cpu/qgemm.h).
 //
 // Group blocks (16 rows, one 256-element super-block each) keep the fields of the file's block
 // side by side for the 16 rows (core/cpu/repack.h):
+//   Q2_K: 16 scale bytes x 16 rows (scale | min << 4) | 16 quant units x 64 bytes | d[16] |
+//         dmin[16]; unit 8h + t holds in bits 2j, 2j + 1 of its bytes elements 128h + 32j + 4t..
+//   Q3_K: 8 hmask units x 64 | the quant units as Q2_K's | 12 scale bytes x 16 rows | d[16];
+//         bit 4h + j of hmask unit t is the third bit of the elements of quant unit 8h + t's
+//         field j
 //   Q4_K: d[16] F16 | dmin[16] F16 | 12 scale bytes x 16 rows | 32 quant units x 64 bytes
 //         unit 8c + t: elements 64c + 4t.. in the low nibbles, 64c + 32 + 4t.. in the high ones
 //   Q5_K: as Q4_K, with 8 qh units x 64 bytes before the quants: unit t, bit j holds the fifth
 //         bit of element 4t.. of sub-block j (the elements of quant units 8(j/2) + t)
 //   Q6_K: ql 32 units x 64 | qh 16 units x 64 | 16 scales x 16 rows (int8) | d[16] F16
-// Each sub-block's integer sum is multiplied by its scale in integers (VPMULLD), so a lane's
-// sum over the super-block is exact; the F16 scales enter once per super-block (Q6_K: once per
-// lane of ggml's AVX2 kernel, see tile_q6k).
+// Each sub-block's integer sum is multiplied by its scale in integers (VPMULLD or VPDPWSSD), so a
+// lane's sum over the super-block is exact; the F16 scales enter once per super-block (Q2_K and
+// Q6_K: once per lane of ggml's AVX2 kernels, see tile_lanes).
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -25,37 +31,56 @@ namespace {
 
 using quant::QK_K;
 
-// Q4_K columns: per block, 4 int32 terms, each two 32-element sums of the quants (int16 pairs)
-// that VPDPWSSD multiplies with the rows' 6-bit mins.
-constexpr int kQ4KExtra = 4;
-// Q6_K columns: per block, the sum of each 16 quants (as int16, zero above), for the -32 offset
-// of Q6_K's levels (lane m starts at -32 * the scaled sums of sub-blocks 2m and 2m + 1).
-constexpr int kQ6KExtra = 16;
-
-template <int kExtra>
-size_t column_block() {
-    return QK_K + 4 + 4 * kExtra;
+// Two int16 values in one int32 term, `lo` in the low half: the form VPDPWSSD multiplies.
+int32_t int16_pair(int32_t lo, int32_t hi) {
+    return int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
 }
 
-template <int kExtra>
+// The int32 terms each format's tiles take per column and block, from a Q8_K block's 16-sums.
+// Q4_K: 4 terms, each the two 32-element sums of sub-blocks 2i, 2i + 1 (as int16 pairs), that
+// VPDPWSSD multiplies with the rows' 6-bit mins.
+struct Q4KTerms {
+    static constexpr int kCount = 4;
+    static void fill(const quant::BlockQ8K &y, int32_t *terms) {
+        for (int i = 0; i < kCount; ++i) {
+            terms[i] = int16_pair(y.bsums[4 * i] + y.bsums[4 * i + 1],
+                                  y.bsums[4 * i + 2] + y.bsums[4 * i + 3]);
+        }
+    }
+};
+// Q2_K and Q3_K: 8 terms, the 16-sums of sub-blocks 2i and 2i + 1 as an int16 pair, for the
+// rows' mins (Q2_K) or the -4 offset of the levels times the scales (Q3_K).
+struct SubBlockPairTerms {
+    static constexpr int kCount = 8;
+    static void fill(const quant::BlockQ8K &y, int32_t *terms) {
+        for (int i = 0; i < kCount; ++i) terms[i] = int16_pair(y.bsums[2 * i], y.bsums[2 * i + 1]);
+    }
+};
+// Q6_K: 16 terms, the sum of each 16 quants in the low half (zero above), for the -32 offset of
+// Q6_K's levels (lane m starts at -32 * the scaled sums of sub-blocks 2m and 2m + 1).
+struct Q6KTerms {
+    static constexpr int kCount = 16;
+    static void fill(const quant::BlockQ8K &y, int32_t *terms) {
+        for (int i = 0; i < kCount; ++i) terms[i] = int16_pair(y.bsums[i], 0);
+    }
+};
+
+template <typename Terms>
+size_t column_block() {
+    return QK_K + 4 + 4 * Terms::kCount;
+}
+
+template <typename Terms>
 void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *panel) {
     const auto *blocks = static_cast<const quant::BlockQ8K *>(act);
     for (int64_t b = 0; b < n_blocks; ++b) {
         const quant::BlockQ8K &y = blocks[b];
-        std::byte *p = panel + size_t(b) * size_t(w) * column_block<kExtra>();
+        std::byte *p = panel + size_t(b) * size_t(w) * column_block<Terms>();
         std::memcpy(p + slot * QK_K, y.qs, QK_K);
         std::memcpy(p + w * QK_K + slot * 4, &y.d, 4);
-        int32_t terms[kExtra];
-        for (int i = 0; i < kExtra; ++i) {
-            if constexpr (kExtra == kQ4KExtra) {
-                const int32_t lo = y.bsums[4 * i] + y.bsums[4 * i + 1];
-                const int32_t hi = y.bsums[4 * i + 2] + y.bsums[4 * i + 3];
-                terms[i] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
-            } else {
-                terms[i] = int32_t(uint16_t(y.bsums[i]));  // the low half: see tile_q6k
-            }
-        }
-        std::memcpy(p + w * (QK_K + 4) + slot * 4 * kExtra, terms, sizeof terms);
+        int32_t terms[Terms::kCount];
+        Terms::fill(y, terms);
+        std::memcpy(p + w * (QK_K + 4) + slot * 4 * Terms::kCount, terms, sizeof terms);
     }
 }
 
@@ -101,7 +126,7 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
     constexpr size_t kScales = 4 * kRepackRows, kHigh = 16 * kRepackRows;
     constexpr size_t kQuants = (kFifthBit ? 48 : 16) * kRepackRows;
     const Ints bit4 = Ints::splat8(0x10);
-    const size_t col = column_block<kQ4KExtra>();
+    const size_t col = column_block<Q4KTerms>();
     const Ints low4 = Ints::splat8(0x0F);
     Floats acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
@@ -152,74 +177,157 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
     for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
 }
 
-// Q6_K in the float order of ggml's AVX2 ggml_vec_dot_q6_K_q8_K, the kernel llama.cpp runs for
-// Q6_K on x86 (it does not repack Q6_K there): per row 8 int32 lanes, lane m holding, for every
-// 32-element chunk, the scaled products of its elements 4m .. 4m + 3 (q + 32 times the
-// activations), less 32 * (the scaled activation sums of sub-blocks 2m and 2m + 1); each lane
-// goes through its own float accumulator (one fma with d_w * d_a per super-block) and the 8 are
-// added at the end as ggml's hsum_float_8.
+// The 16 sub-block scales of a Q2_K or Q3_K group block (int16 in each row's lane, Scale16), and
+// per pair of sub-blocks 2i, 2i + 1 the two values that multiply the columns' 16-sums (int16
+// pairs): Q2_K's mins, Q3_K's scales.
+struct SubBlockScales {
+    Scale16 scale[16];
+    Ints pairs[8];
+};
+
+inline __m128i load_rows(const std::byte *p) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+}
+
+// Q2_K: byte j of each row holds sub-block j's scale (low nibble) and min (high nibble).
+inline SubBlockScales unpack_q2k_scales(const std::byte *bytes) {
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    SubBlockScales out;
+    for (int i = 0; i < 8; ++i) {
+        const __m128i s0 = load_rows(bytes + 32 * i), s1 = load_rows(bytes + 32 * i + 16);
+        out.scale[2 * i] = Scale16::of(Ints::widen_u8(_mm_and_si128(s0, m4)));
+        out.scale[2 * i + 1] = Scale16::of(Ints::widen_u8(_mm_and_si128(s1, m4)));
+        const __m128i m0 = _mm_and_si128(_mm_srli_epi16(s0, 4), m4);
+        const __m128i m1 = _mm_and_si128(_mm_srli_epi16(s1, 4), m4);
+        out.pairs[i] = Ints::widen_u8_pairs(_mm_unpacklo_epi8(m0, m1), _mm_unpackhi_epi8(m0, m1));
+    }
+    return out;
+}
+
+// Q3_K: 16 6-bit scales, less 32, from 12 bytes per row: scale j's low nibble is the low (j < 8)
+// or high nibble of byte j % 8, its top two bits are bits 2(j / 4), 2(j / 4) + 1 of byte 8 + j % 4.
+inline SubBlockScales unpack_q3k_scales(const std::byte *bytes) {
+    const __m128i m4 = _mm_set1_epi8(0x0F), m2 = _mm_set1_epi8(3), m32 = _mm_set1_epi8(32);
+    SubBlockScales out;
+    Ints lanes[16];
+    for (int j = 0; j < 16; ++j) {
+        const __m128i low = load_rows(bytes + 16 * (j % 8));
+        const __m128i top = load_rows(bytes + 16 * (8 + j % 4));
+        const __m128i nibble = _mm_and_si128(j < 8 ? low : _mm_srli_epi16(low, 4), m4);
+        const __m128i bits45 =
+            _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(top, 2 * (j / 4)), m2), 4);
+        lanes[j] = Ints::widen_i8(_mm_sub_epi8(_mm_or_si128(nibble, bits45), m32));
+        out.scale[j] = Scale16::of(lanes[j]);
+    }
+    const Ints low16 = Ints::splat32(0xFFFF);
+    for (int i = 0; i < 8; ++i)
+        out.pairs[i] = (lanes[2 * i] & low16) | slli32(lanes[2 * i + 1], 16);
+    return out;
+}
+
+// Q3_K, whose levels are 0..7 less 4 (the third bit from hmask): per super-block the exact
+// integer sum of levels times scales, -4 * scale * 16-sum included, then one fma.
+template <int NC>
+void tile_q3k(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+    constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ3K);
+    constexpr size_t kQuants = 32 * kRepackRows, kScales = 96 * kRepackRows, kD = 108 * kRepackRows;
+    const size_t col = column_block<SubBlockPairTerms>();
+    const Ints low2 = Ints::splat8(3), bit2 = Ints::splat8(4);
+    Floats acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const std::byte *w = group + size_t(b) * kGroupBlock;
+        prefetch_weights<kGroupBlock, NC>(w);
+        const std::byte *a = panel + size_t(b) * NC * col;
+        const std::byte *terms = a + NC * (QK_K + 4);
+        const SubBlockScales scales = unpack_q3k_scales(w + kScales);
+        Ints sumi[NC];
+        for (int c = 0; c < NC; ++c) {
+            // The levels are stored + 4: the sum starts at -4 * the scaled 16-sums.
+            Ints offset = Ints::zero();
+            for (int i = 0; i < 8; ++i) {
+                offset =
+                    dot_s16(offset, scales.pairs[i], Ints::broadcast32(terms + 4 * (8 * c + i)));
+            }
+            sumi[c] = Ints::zero() - slli32(offset, 2);
+        }
+        Ints high[8];
+        for (int t = 0; t < 8; ++t) high[t] = Ints::load(w + size_t(t) * 64);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            Ints v[8];
+            for (int t = 0; t < 8; ++t) v[t] = Ints::load(w + kQuants + size_t(8 * h + t) * 64);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; ++j) {
+                const int chunk = 4 * h + j;  // elements 32 chunk .., sub-blocks 2 chunk, + 1
+                Ints q[8];
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t) {
+                    // Bit `chunk` of each hmask byte to bit 2 (16-bit shifts: bit 2 of a byte
+                    // comes from the same byte for shifts of at most 2 left or 5 right).
+                    const Ints hb =
+                        chunk <= 2 ? slli16(high[t], 2 - chunk) : srli16(high[t], chunk - 2);
+                    q[t] = ((j == 0 ? v[t] : srli16(v[t], 2 * j)) & low2) | (hb & bit2);
+                }
+#pragma GCC unroll 12
+                for (int c = 0; c < NC; ++c) {
+                    const std::byte *x = a + c * QK_K + 32 * chunk;
+                    auto first = [&](int t) { return Ints::broadcast32(x + 4 * t); };
+                    auto second = [&](int t) { return Ints::broadcast32(x + 16 + 4 * t); };
+                    sumi[c] = scaled_dot<4, 7>(sumi[c], q, first, scales.scale[2 * chunk]);
+                    sumi[c] = scaled_dot<4, 7>(sumi[c], q + 4, second, scales.scale[2 * chunk + 1]);
+                }
+            }
+        }
+        const Floats dw = Floats::load_f16(w + kD);
+        for (int c = 0; c < NC; ++c) {
+            const Floats da = Floats::splat(load_f32(a + NC * QK_K + 4 * c));
+            acc[c] = fmadd(Floats::from_ints(sumi[c]), dw * da, acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
+}
+
+// Q2_K and Q6_K in the float order of ggml's AVX2 ggml_vec_dot_q2_K_q8_K and _q6_K_q8_K, the
+// kernels llama.cpp's x86 backends run for them without AVX-512 (its fixtures come from those):
+// per row 8 int32 lanes, lane m holding, for every 32-element chunk, the scaled products of its
+// elements 4m .. 4m + 3; each lane goes through its own float accumulator, and the 8 are added at
+// the end as ggml's hsum_float_8. `Decoded` reads one group block: levels, scales, where each
+// lane starts and how a block's lanes enter the accumulators.
 //
 // The scales multiply in 16 bits: a unit's product sum (4 * 63 * 128 at most) and a Q8_K 16-sum
 // fit in int16, so VPDPWSSD (or VPMADDWD on the pair sums, scaled_dot) adds exactly sum * scale
-// to the lane, one instruction instead of VPMULLD's two and an add. The panel stores each 16-sum
-// in the low half of its int32 (zero above), which either form of Scale16 multiplies exactly.
-template <int NC>
-void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
-    constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ6K);
-    constexpr size_t kHigh = 128 * kRepackRows, kScales = 192 * kRepackRows,
-                     kScale = 208 * kRepackRows;
-    const size_t col = column_block<kQ6KExtra>();
-    const Ints low4 = Ints::splat8(0x0F), bits45 = Ints::splat8(0x30);
+// to the lane, one instruction instead of VPMULLD's two and an add.
+template <typename Decoded, int NC>
+void tile_lanes(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+    using Terms = typename Decoded::Terms;
+    const size_t col = column_block<Terms>();
     Floats acc[NC][8];
     for (int c = 0; c < NC; ++c) {
         for (int m = 0; m < 8; ++m) acc[c][m] = Floats::zero();
     }
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte *w = group + size_t(b) * kGroupBlock;
-        prefetch_weights<kGroupBlock, NC>(w);
+        const std::byte *w = group + size_t(b) * Decoded::kGroupBlock;
+        prefetch_weights<Decoded::kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * col;
-        // The 16 sub-block scales, each in the low 16 bits of its row's lane.
-        Scale16 scale[16];
-        for (int sub = 0; sub < 16; ++sub) {
-            scale[sub] = Scale16::of(Ints::widen_i8(
-                _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + kScales + 16 * sub))));
-        }
-        // Unit u of chunk 4h + qq (elements 128h + 32qq + 4u ..): low bits from ql unit
-        // 16h + 8(qq % 2) + u (high nibble when qq >= 2), bits 4-5 from bits 2qq, 2qq + 1 of qh
-        // unit 8h + u. Units 0-3 of a chunk are in sub-block 2 * chunk, 4-7 in the next.
-        auto levels = [&](int chunk, int u) [[gnu::always_inline]] {
-            const int h = chunk / 4, qq = chunk % 4;
-            const Ints lo = Ints::load(w + size_t(16 * h + 8 * (qq % 2) + u) * 64);
-            const Ints hi = Ints::load(w + kHigh + size_t(8 * h + u) * 64);
-            const Ints hi45 = qq == 0   ? slli16(hi, 4)
-                              : qq == 1 ? slli16(hi, 2)
-                              : qq == 2 ? hi
-                                        : srli16(hi, 2);
-            const Ints lo4 = (qq < 2 ? lo : srli16(lo, 4)) & low4;
-            return lo4 | (hi45 & bits45);
-        };
-        // Lane m of column c starts at -32 * (scaled 16-sums of sub-blocks 2m and 2m + 1).
-        auto start = [&](int c, int m) [[gnu::always_inline]] {
-            const std::byte *bsums = a + NC * (QK_K + 4) + 4 * kQ6KExtra * c;
-            Ints t = dot_s16(Ints::zero(), Ints::broadcast32(bsums + 4 * (2 * m)), scale[2 * m].v);
-            t = dot_s16(t, Ints::broadcast32(bsums + 4 * (2 * m + 1)), scale[2 * m + 1].v);
-            return Ints::zero() - slli32(t, 5);
-        };
+        auto terms = [&](int c) { return a + NC * (QK_K + 4) + 4 * Terms::kCount * c; };
+        const Decoded block(w);
         auto add_unit = [&](Ints lane, Ints q, int c, int chunk, int u) [[gnu::always_inline]] {
             auto x = [&](int) { return Ints::broadcast32(a + c * QK_K + 4 * (8 * chunk + u)); };
-            return scaled_dot<1, 63>(lane, &q, x, scale[2 * chunk + u / 4]);
+            return scaled_dot<1, Decoded::kMaxLevel>(lane, &q, x,
+                                                     block.sub_scale(2 * chunk + u / 4));
         };
         Ints lane[NC][8];
         if constexpr (NC <= kStreamColumns) {
             // Generation: every column's lanes stay in registers while each chunk is decoded.
             for (int c = 0; c < NC; ++c) {
-                for (int m = 0; m < 8; ++m) lane[c][m] = start(c, m);
+                for (int m = 0; m < 8; ++m) lane[c][m] = block.start(terms(c), m);
             }
 #pragma GCC unroll 8
             for (int chunk = 0; chunk < 8; ++chunk) {
                 Ints q[8];
 #pragma GCC unroll 8
-                for (int u = 0; u < 8; ++u) q[u] = levels(chunk, u);
+                for (int u = 0; u < 8; ++u) q[u] = block.levels(chunk, u);
                 for (int c = 0; c < NC; ++c) {
 #pragma GCC unroll 8
                     for (int u = 0; u < 8; ++u)
@@ -233,11 +341,11 @@ void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
 #pragma GCC unroll 8
             for (int chunk = 0; chunk < 8; ++chunk) {
 #pragma GCC unroll 8
-                for (int u = 0; u < 8; ++u) q[8 * chunk + u] = levels(chunk, u);
+                for (int u = 0; u < 8; ++u) q[8 * chunk + u] = block.levels(chunk, u);
             }
             for (int c = 0; c < NC; ++c) {
 #pragma GCC unroll 8
-                for (int m = 0; m < 8; ++m) lane[c][m] = start(c, m);
+                for (int m = 0; m < 8; ++m) lane[c][m] = block.start(terms(c), m);
 #pragma GCC unroll 8
                 for (int chunk = 0; chunk < 8; ++chunk) {
 #pragma GCC unroll 8
@@ -247,12 +355,11 @@ void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
                 }
             }
         }
-        const Floats dw = Floats::load_f16(w + kScale);
         for (int c = 0; c < NC; ++c) {
-            const Floats d = dw * Floats::splat(load_f32(a + NC * QK_K + 4 * c));
+            const float da = load_f32(a + NC * QK_K + 4 * c);
 #pragma GCC unroll 8
             for (int m = 0; m < 8; ++m)
-                acc[c][m] = fmadd(Floats::from_ints(lane[c][m]), d, acc[c][m]);
+                acc[c][m] = block.finish(acc[c][m], lane[c][m], terms(c), m, da);
         }
     }
     for (int c = 0; c < NC; ++c) {
@@ -262,35 +369,126 @@ void tile_q6k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
     }
 }
 
+// A Q2_K group block for tile_lanes: unit u of chunk 4h + j is bits 2j, 2j + 1 of quant unit
+// 8h + u. Lanes start at 0; per block, lane m's mins term (min * 16-sum of sub-blocks 2m and
+// 2m + 1) enters first, times -dmin_w * d_a, then the lane times d_w * d_a.
+struct Q2KDecoded {
+    using Terms = SubBlockPairTerms;
+    static constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ2K);
+    static constexpr size_t kQuants = 16 * kRepackRows, kD = 80 * kRepackRows,
+                            kDmin = 82 * kRepackRows;
+    static constexpr int kMaxLevel = 3;
+
+    const std::byte *w;
+    SubBlockScales scales;
+    Floats d, dmin;
+
+    explicit Q2KDecoded(const std::byte *group_block)
+        : w(group_block),
+          scales(unpack_q2k_scales(group_block)),
+          d(Floats::load_f16(group_block + kD)),
+          dmin(Floats::load_f16(group_block + kDmin)) {}
+    Ints levels(int chunk, int u) const {
+        const Ints v = Ints::load(w + kQuants + size_t(8 * (chunk / 4) + u) * 64);
+        return (chunk % 4 == 0 ? v : srli16(v, 2 * (chunk % 4))) & Ints::splat8(3);
+    }
+    Scale16 sub_scale(int sub) const { return scales.scale[sub]; }
+    static Ints start(const std::byte *, int) { return Ints::zero(); }
+    Floats finish(Floats acc, Ints lane, const std::byte *terms, int m, float da) const {
+        const Ints mins = dot_s16(Ints::zero(), scales.pairs[m], Ints::broadcast32(terms + 4 * m));
+        acc = fmadd(Floats::from_ints(mins), dmin * Floats::splat(-da), acc);
+        return fmadd(Floats::from_ints(lane), d * Floats::splat(da), acc);
+    }
+};
+
+// A Q6_K group block for tile_lanes: unit u of chunk 4h + qq (elements 128h + 32qq + 4u ..) has
+// its low bits in ql unit 16h + 8(qq % 2) + u (high nibble when qq >= 2), bits 4-5 in bits 2qq,
+// 2qq + 1 of qh unit 8h + u. Its levels are q + 32: lane m starts at -32 * (the scaled 16-sums
+// of sub-blocks 2m and 2m + 1), as ggml's kernel subtracts them; one fma with d_w * d_a per
+// block. The panel stores each 16-sum in the low half of its int32 (zero above), which either
+// form of Scale16 multiplies exactly.
+struct Q6KDecoded {
+    using Terms = Q6KTerms;
+    static constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ6K);
+    static constexpr size_t kHigh = 128 * kRepackRows, kScales = 192 * kRepackRows,
+                            kD = 208 * kRepackRows;
+    static constexpr int kMaxLevel = 63;
+
+    const std::byte *w;
+    Scale16 scale[16];  // each in the low 16 bits of its row's lane
+    Floats d;
+
+    explicit Q6KDecoded(const std::byte *group_block)
+        : w(group_block), d(Floats::load_f16(group_block + kD)) {
+        for (int sub = 0; sub < 16; ++sub) {
+            scale[sub] = Scale16::of(Ints::widen_i8(load_rows(w + kScales + 16 * sub)));
+        }
+    }
+    Ints levels(int chunk, int u) const {
+        const int h = chunk / 4, qq = chunk % 4;
+        const Ints lo = Ints::load(w + size_t(16 * h + 8 * (qq % 2) + u) * 64);
+        const Ints hi = Ints::load(w + kHigh + size_t(8 * h + u) * 64);
+        const Ints hi45 = qq == 0   ? slli16(hi, 4)
+                          : qq == 1 ? slli16(hi, 2)
+                          : qq == 2 ? hi
+                                    : srli16(hi, 2);
+        const Ints lo4 = (qq < 2 ? lo : srli16(lo, 4)) & Ints::splat8(0x0F);
+        return lo4 | (hi45 & Ints::splat8(0x30));
+    }
+    Scale16 sub_scale(int sub) const { return scale[sub]; }
+    Ints start(const std::byte *terms, int m) const {
+        Ints t = dot_s16(Ints::zero(), Ints::broadcast32(terms + 4 * (2 * m)), scale[2 * m].v);
+        t = dot_s16(t, Ints::broadcast32(terms + 4 * (2 * m + 1)), scale[2 * m + 1].v);
+        return Ints::zero() - slli32(t, 5);
+    }
+    Floats finish(Floats acc, Ints lane, const std::byte *, int, float da) const {
+        return fmadd(Floats::from_ints(lane), d * Floats::splat(da), acc);
+    }
+};
+
 template <bool kFifthBit, size_t... I>
 constexpr std::array<Tile, kPanel> q4k_tiles(std::index_sequence<I...>) {
     return {tile_q4k<kFifthBit, int(I) + 1>...};
 }
 template <size_t... I>
-constexpr std::array<Tile, kPanel> q6k_tiles(std::index_sequence<I...>) {
-    return {tile_q6k<int(I) + 1>...};
+constexpr std::array<Tile, kPanel> q3k_tiles(std::index_sequence<I...>) {
+    return {tile_q3k<int(I) + 1>...};
+}
+template <typename Decoded, size_t... I>
+constexpr std::array<Tile, kPanel> lane_tiles(std::index_sequence<I...>) {
+    return {tile_lanes<Decoded, int(I) + 1>...};
 }
 constexpr auto kPanelWidths = std::make_index_sequence<kPanel>();
 
 }  // namespace
 
+const Format kFormatQ2_K{.act_type = DType::Q8_K,
+                         .block = QK_K,
+                         .extra = SubBlockPairTerms::kCount,
+                         .prepare = prepare<SubBlockPairTerms>,
+                         .tiles = lane_tiles<Q2KDecoded>(kPanelWidths)};
+const Format kFormatQ3_K{.act_type = DType::Q8_K,
+                         .block = QK_K,
+                         .extra = SubBlockPairTerms::kCount,
+                         .prepare = prepare<SubBlockPairTerms>,
+                         .tiles = q3k_tiles(kPanelWidths)};
 const Format kFormatQ4_K{.act_type = DType::Q8_K,
                          .block = QK_K,
-                         .extra = kQ4KExtra,
-                         .prepare = prepare<kQ4KExtra>,
+                         .extra = Q4KTerms::kCount,
+                         .prepare = prepare<Q4KTerms>,
                          .tiles = q4k_tiles<false>(kPanelWidths)};
 const Format kFormatQ5_K{.act_type = DType::Q8_K,
                          .block = QK_K,
-                         .extra = kQ4KExtra,
-                         .prepare = prepare<kQ4KExtra>,
+                         .extra = Q4KTerms::kCount,
+                         .prepare = prepare<Q4KTerms>,
                          .tiles = q4k_tiles<true>(kPanelWidths)};
 const Format kFormatQ6_K{.act_type = DType::Q8_K,
                          .block = QK_K,
-                         .extra = kQ6KExtra,
-                         .prepare = prepare<kQ6KExtra>,
-                         .tiles = q6k_tiles(kPanelWidths)};
+                         .extra = Q6KTerms::kCount,
+                         .prepare = prepare<Q6KTerms>,
+                         .tiles = lane_tiles<Q6KDecoded>(kPanelWidths)};
 #else
-const Format kFormatQ4_K{}, kFormatQ5_K{}, kFormatQ6_K{};
+const Format kFormatQ2_K{}, kFormatQ3_K{}, kFormatQ4_K{}, kFormatQ5_K{}, kFormatQ6_K{};
 #endif
 
 }  // namespace loom::cpu::inline LOOM_ISA::qgemm

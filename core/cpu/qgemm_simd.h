@@ -316,6 +316,9 @@ struct Floats {
 inline Floats operator+(Floats a, Floats b) {
     return {_mm512_add_ps(a.v, b.v)};
 }
+inline Floats operator-(Floats a, Floats b) {
+    return {_mm512_sub_ps(a.v, b.v)};
+}
 inline Floats operator*(Floats a, Floats b) {
     return {_mm512_mul_ps(a.v, b.v)};
 }
@@ -326,6 +329,9 @@ inline Floats fmadd(Floats a, Floats b, Floats c) {
 #else
 inline Floats operator+(Floats a, Floats b) {
     return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+}
+inline Floats operator-(Floats a, Floats b) {
+    return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)};
 }
 inline Floats operator*(Floats a, Floats b) {
     return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)};

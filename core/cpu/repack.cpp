@@ -49,6 +49,8 @@ constexpr std::array<Layout, kDTypeCount> kLayouts = [] {
     t[size_t(DType::Q5_1)] = {4, {{{0, 2, 2}, {2, 2, 2}, {4, 4, 4, 0, true}, {8, 16, 4}}}};
     // 128 + q: the unsigned side of VPDPBUSD; the kernel subtracts 128 * sum(activations).
     t[size_t(DType::Q8_0)] = {2, {{{0, 2, 2}, {2, 32, 4, 0x80}}}};
+    t[size_t(DType::Q2_K)] = {4, {{{0, 16, 1}, {16, 64, 4}, {80, 2, 2}, {82, 2, 2}}}};
+    t[size_t(DType::Q3_K)] = {4, {{{0, 32, 4}, {32, 64, 4}, {96, 12, 1}, {108, 2, 2}}}};
     t[size_t(DType::Q4_K)] = {4, {{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}}};
     t[size_t(DType::Q5_K)] = {5, {{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 32, 4}, {48, 128, 4}}}};
     t[size_t(DType::Q6_K)] = {4, {{{0, 128, 4}, {128, 64, 4}, {192, 16, 1}, {208, 2, 2}}}};
@@ -70,6 +72,8 @@ constexpr bool has_kernels(DType type) {
         case DType::Q5_0:
         case DType::Q5_1:
         case DType::Q8_0:
+        case DType::Q2_K:
+        case DType::Q3_K:
         case DType::Q4_K:
         case DType::Q5_K:
         case DType::Q6_K:

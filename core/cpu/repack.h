@@ -24,7 +24,7 @@
 #include "loom/backend.h"
 #include "loom/tensor.h"
 
-// The integer kernels of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K run on 64 bytes of a
+// The integer kernels of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K run on 64 bytes of a
 // group at once: one AVX-512BW register or two AVX2 ones (core/cpu/qgemm_simd.h), with F16C for
 // the scales.
 #if (LOOM_X86_AVX512BW || (LOOM_X86_AVX2 && LOOM_X86_FMA)) && LOOM_X86_F16C
@@ -54,7 +54,7 @@ inline constexpr int64_t kRepackRows = 16;
 
 // The answers of the kernels in use (the level core/isa.h selected; core/cpu/dispatch.cpp):
 // True when `type` has a repacked layout and those kernels read it: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q4_K, Q5_K, Q6_K, F16, BF16 (AVX2 or AVX-512), MXFP4, IQ4_NL, IQ4_XS (AVX-512 VNNI).
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F16, BF16 (AVX2 or AVX-512), MXFP4, IQ4_NL, IQ4_XS (AVX-512 VNNI).
 bool has_repacked_layout(DType type);
 // True when t can be stored repacked: a type with a layout, contiguous, rows a multiple of 16.
 bool can_repack(const Tensor *t);

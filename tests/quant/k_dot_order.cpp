@@ -10,12 +10,19 @@
 #include "core/quant/k_blocks.h"
 #include "loom/fp16.h"
 #include "loom/tensor.h"
+#include "tests/quant/k_levels.h"
 #include "tests/quant/quant_test_util.h"
 
 #if LOOM_X86_AVX2 && LOOM_X86_FMA
 
 namespace loom {
 namespace {
+
+using quant_test::q2_k_level;
+using quant_test::q2_k_min;
+using quant_test::q2_k_scale;
+using quant_test::q3_k_level;
+using quant_test::q3_k_scale;
 
 using quant::BlockQ2K;
 using quant::BlockQ3K;
@@ -89,7 +96,7 @@ float emulate_16(const Block *x, const BlockQ8K *y, int64_t nb, int (*level)(con
         if constexpr (std::is_same_v<Block, BlockQ2K>) {
             const float dm = -y[b].d * fp16_to_f32(x[b].dmin);
             for (int k = 0; k < 8; ++k) {
-                const int m0 = x[b].scales[2 * k] >> 4, m1 = x[b].scales[2 * k + 1] >> 4;
+                const int m0 = q2_k_min(x[b], 2 * k), m1 = q2_k_min(x[b], 2 * k + 1);
                 const int products = m0 * y[b].bsums[2 * k] + m1 * y[b].bsums[2 * k + 1];
                 acc[k] = std::fma(dm, float(products), acc[k]);
             }
@@ -109,22 +116,6 @@ float emulate_16(const Block *x, const BlockQ8K *y, int64_t nb, int (*level)(con
     return hsum_float_8(acc);
 }
 
-int two_bits(const uint8_t *qs, int i) {
-    return (qs[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3;
-}
-int q2_k_level(const BlockQ2K &x, int i) {
-    return two_bits(x.qs, i);
-}
-int q2_k_scale(const BlockQ2K &x, int j) {
-    return x.scales[j] & 0xF;
-}
-int q3_k_level(const BlockQ3K &x, int i) {
-    return two_bits(x.qs, i) - ((x.hmask[i % 32] >> (i / 32)) & 1 ? 0 : 4);
-}
-int q3_k_scale(const BlockQ3K &x, int j) {
-    const int low = j < 8 ? x.scales[j] & 0xF : x.scales[j - 8] >> 4;
-    return (low | (((x.scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
-}
 int q6_k_level(const BlockQ6K &x, int i) {
     const int half = i / 128, quarter = (i % 128) / 32, l = i % 32;
     const uint8_t ql = x.ql[64 * half + 32 * (quarter % 2) + l];

@@ -16,6 +16,7 @@
 #include "loom/core.h"
 #include "loom/cpu.h"
 #include "loom/fp16.h"
+#include "tests/quant/k_levels.h"
 #include "tests/quant/quant_test_util.h"
 
 namespace loom {
@@ -27,8 +28,8 @@ using quant_test::random_f32;
 using quant_test::random_row;
 using quant_test::run_graph;
 
-const DType kRepackedTypes[] = {DType::Q4_0,  DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
-                                DType::Q8_0,  DType::Q4_K,   DType::Q5_K,  DType::Q6_K,
+const DType kRepackedTypes[] = {DType::Q4_0,  DType::Q4_1,   DType::Q5_0,  DType::Q5_1, DType::Q8_0,
+                                DType::Q2_K,  DType::Q3_K,   DType::Q4_K,  DType::Q5_K, DType::Q6_K,
                                 DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
 
 // Weights [K, rows, n_mat] of `type` (random N(0, 1) values quantized) stored in a repack buffer.
@@ -171,6 +172,20 @@ float iq4xs_expected(const std::byte *row, const std::byte *column, int64_t K) {
     return acc;
 }
 
+// Q3_K: per super-block the exact integer sum of levels times scales, then one fma.
+float q3k_expected(const std::byte *row, const std::byte *column, int64_t K) {
+    const auto *y = reinterpret_cast<const quant::BlockQ8K *>(column);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < K / 256; ++b) {
+        const auto &x = reinterpret_cast<const quant::BlockQ3K *>(row)[b];
+        int32_t sumi = 0;
+        for (int e = 0; e < 256; ++e)
+            sumi += quant_test::q3_k_scale(x, e / 16) * quant_test::q3_k_level(x, e) * y[b].qs[e];
+        acc = std::fma(float(sumi), fp16_to_f32(x.d) * y[b].d, acc);
+    }
+    return acc;
+}
+
 // Q4_K and Q5_K (`Block`): per super-block the exact integer sums of levels times scales and of
 // mins times activation sums, then one fma each.
 template <typename Block>
@@ -202,26 +217,51 @@ float q4k_expected(const std::byte *row, const std::byte *column, int64_t K) {
     return acc;
 }
 
-// ggml's AVX2 Q6_K order: per block, lane m holds elements 32c + 4m .. 32c + 4m + 3 of every
-// 32-element chunk c, (q + 32) * q8 times the chunk's sub-block scale, less 32 * scale * bsum of
-// sub-blocks 2m and 2m + 1; each lane has its own float accumulator, added as hsum_float_8.
-float q6k_expected(const std::byte *row, const std::byte *column, int64_t K) {
+int q6k_level(const quant::BlockQ6K &x, int e) {
+    const int h = e / 128, quarter = e % 128 / 32, l = e % 32;
+    const uint8_t lo = x.ql[64 * h + 32 * (quarter % 2) + l];
+    const uint8_t hi = x.qh[32 * h + l];
+    return (quarter < 2 ? lo & 0x0F : lo >> 4) | (((hi >> (2 * quarter)) & 3) << 4);  // q + 32
+}
+
+// ggml's AVX2 Q2_K and Q6_K order: per block, lane m holds elements 32c + 4m .. 32c + 4m + 3 of
+// every 32-element chunk c, level * q8 times the chunk's sub-block scale. Q6_K's levels are
+// q + 32 and lane m starts at -32 * scale * bsum of sub-blocks 2m and 2m + 1; Q2_K's mins times
+// the bsums of those sub-blocks enter lane m's float accumulator first, times -dmin * d_a. Each
+// lane has its own float accumulator, added as hsum_float_8.
+template <typename Block>
+float lanes_expected(const std::byte *row, const std::byte *column, int64_t K) {
+    constexpr bool kQ2 = std::is_same_v<Block, quant::BlockQ2K>;
     const auto *y = reinterpret_cast<const quant::BlockQ8K *>(column);
     float acc[8] = {};
     for (int64_t b = 0; b < K / 256; ++b) {
-        const auto &x = reinterpret_cast<const quant::BlockQ6K *>(row)[b];
+        const auto &x = reinterpret_cast<const Block *>(row)[b];
+        auto scale = [&](int sub) {
+            if constexpr (kQ2)
+                return quant_test::q2_k_scale(x, sub);
+            else
+                return int(x.scales[sub]);
+        };
         int32_t lane[8];
         for (int m = 0; m < 8; ++m) {
-            lane[m] = -32 * (x.scales[2 * m] * y[b].bsums[2 * m] +
-                             x.scales[2 * m + 1] * y[b].bsums[2 * m + 1]);
+            if constexpr (kQ2) {
+                const int32_t mins = quant_test::q2_k_min(x, 2 * m) * y[b].bsums[2 * m] +
+                                     quant_test::q2_k_min(x, 2 * m + 1) * y[b].bsums[2 * m + 1];
+                acc[m] = std::fma(float(mins), fp16_to_f32(x.dmin) * -y[b].d, acc[m]);
+                lane[m] = 0;
+            } else {
+                lane[m] = -32 * (scale(2 * m) * y[b].bsums[2 * m] +
+                                 scale(2 * m + 1) * y[b].bsums[2 * m + 1]);
+            }
         }
         for (int e = 0; e < 256; ++e) {
-            const int h = e / 128, quarter = e % 128 / 32, l = e % 32;
-            const uint8_t lo = x.ql[64 * h + 32 * (quarter % 2) + l];
-            const uint8_t hi = x.qh[32 * h + l];
-            const int level =
-                (quarter < 2 ? lo & 0x0F : lo >> 4) | (((hi >> (2 * quarter)) & 3) << 4);
-            lane[e % 32 / 4] += x.scales[e / 16] * level * y[b].qs[e];
+            int level;
+            if constexpr (kQ2) {
+                level = quant_test::q2_k_level(x, e);
+            } else {
+                level = q6k_level(x, e);
+            }
+            lane[e % 32 / 4] += scale(e / 16) * level * y[b].qs[e];
         }
         const float d = fp16_to_f32(x.d) * y[b].d;
         for (int m = 0; m < 8; ++m) acc[m] = std::fma(float(lane[m]), d, acc[m]);
@@ -231,9 +271,11 @@ float q6k_expected(const std::byte *row, const std::byte *column, int64_t K) {
 
 float expected_element(DType type, const std::byte *row, const float *x, int64_t K) {
     const std::vector<std::byte> column = quantize_column(type, x, K);
+    if (type == DType::Q2_K) return lanes_expected<quant::BlockQ2K>(row, column.data(), K);
+    if (type == DType::Q3_K) return q3k_expected(row, column.data(), K);
     if (type == DType::Q4_K) return q4k_expected<quant::BlockQ4K>(row, column.data(), K);
     if (type == DType::Q5_K) return q4k_expected<quant::BlockQ5K>(row, column.data(), K);
-    if (type == DType::Q6_K) return q6k_expected(row, column.data(), K);
+    if (type == DType::Q6_K) return lanes_expected<quant::BlockQ6K>(row, column.data(), K);
     if (type == DType::MXFP4 || type == DType::IQ4_NL)
         return lut4_expected(type, row, column.data(), K);
     if (type == DType::IQ4_XS) return iq4xs_expected(row, column.data(), K);
