@@ -43,7 +43,7 @@ Tensor *WeightLoader::bind(const std::string &name, std::initializer_list<int64_
         fail("model", "{}: tensor {} has type {}, which cannot be a matrix-product weight", path_,
              name, dtype_name(t->type));
     }
-    if (is_matrix && !used_[name]) matrices_.push_back(t);  // once, however often it is bound
+    if (!used_[name]) (is_matrix ? matrices_ : other_weights_).push_back(t);  // once each
     used_[name] = true;
     return t;
 }

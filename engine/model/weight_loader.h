@@ -25,6 +25,8 @@ class WeightLoader {
     std::vector<std::string> unused() const;
     // Weights a matrix product reads (every 2-D weight bound as a matrix), for repacking.
     const std::vector<Tensor *> &matrices() const { return matrices_; }
+    // Every other weight bound (norms, biases, scales), once each.
+    const std::vector<Tensor *> &other_weights() const { return other_weights_; }
     // Marks t as read by something other than a matrix product (a row lookup), so it keeps the
     // file's layout.
     void read_by_rows(Tensor *t) { row_read_.push_back(t); }
@@ -36,6 +38,7 @@ class WeightLoader {
     std::map<std::string, Tensor *, std::less<>> by_name_;
     std::map<std::string, bool, std::less<>> used_;
     std::vector<Tensor *> matrices_;
+    std::vector<Tensor *> other_weights_;
     std::vector<Tensor *> row_read_;
 };
 
