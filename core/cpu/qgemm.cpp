@@ -180,12 +180,9 @@ void run(const ComputeParams &params, const gemm::Problem &problem, DType type, 
     if (problem.n_jobs == 0) return;  // the same for every thread, so none waits alone
     const Format &f = *format(type);
     const Scratch s = carve(work, f, K);
-    if (params.ith == 0) next_chunk(params).store(0, std::memory_order_relaxed);
-    quantize_columns(params, problem, f, s);
-    params.barrier();  // also publishes the counter's reset
-
-    // Chunks are numbered job after job; each thread takes the next free one, so the numbers it
-    // gets only grow and it can follow the jobs (their chunk and column offsets) with one cursor.
+    // Chunks are numbered job after job. Each thread's first chunk is its own (chunk ith), the
+    // rest are taken in turn from a shared counter; the numbers a thread gets only grow, so it can
+    // follow the jobs (their chunk and column offsets) with one cursor.
     int64_t n_max = 0;
     for (int64_t i = 0; i < problem.n_jobs; ++i) {
         n_max = std::max(n_max, problem.job_at(problem.ctx, i).n);
@@ -198,12 +195,24 @@ void run(const ComputeParams &params, const gemm::Problem &problem, DType type, 
     for (int64_t i = 0; i < problem.n_jobs; ++i) {
         total_chunks += chunks_of(problem.job_at(problem.ctx, i));
     }
+    if (params.ith == 0) next_chunk(params).store(params.nth, std::memory_order_relaxed);
+    quantize_columns(params, problem, f, s);
+    // Generation streams its weights: the first lines of this thread's first chunk are on their
+    // way while it waits for the other threads' columns.
+    const gemm::Job job0 = problem.job_at(problem.ctx, 0);
+    if (n_max <= kStreamColumns && params.ith < chunks_of(job0)) {
+        const std::byte *start =
+            job0.a + size_t(params.ith * chunk_groups(job0, n_max, params.nth)) * job0.a_nb1 *
+                         size_t(kGroupRows);
+        for (size_t o = 0; o < kStreamAhead; o += 64) __builtin_prefetch(start + o, 0, 3);
+    }
+    params.barrier();  // also publishes the counter's reset
+
     int64_t job_index = 0, first_chunk = 0, first = 0;  // first: columns of the jobs before
     gemm::Job job = problem.job_at(problem.ctx, 0);
     const size_t col_bytes = column_bytes(f, K);
-    for (;;) {
-        const int64_t chunk = next_chunk(params).fetch_add(1, std::memory_order_relaxed);
-        if (chunk >= total_chunks) break;
+    for (int64_t chunk = params.ith; chunk < total_chunks;
+         chunk = next_chunk(params).fetch_add(1, std::memory_order_relaxed)) {
         while (chunk >= first_chunk + chunks_of(job)) {
             first_chunk += chunks_of(job);
             if (!problem.shared_columns) first += job.n;
