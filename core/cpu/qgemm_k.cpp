@@ -460,33 +460,23 @@ constexpr std::array<Tile, kPanel> lane_tiles(std::index_sequence<I...>) {
 }
 constexpr auto kPanelWidths = std::make_index_sequence<kPanel>();
 
+// Every K-quant takes Q8_K columns, with its own terms per block.
+template <typename Terms>
+constexpr Format q8k_format(std::array<Tile, kPanel> tiles) {
+    return {.act_type = DType::Q8_K,
+            .block = QK_K,
+            .extra = Terms::kCount,
+            .prepare = prepare<Terms>,
+            .tiles = tiles};
+}
+
 }  // namespace
 
-const Format kFormatQ2_K{.act_type = DType::Q8_K,
-                         .block = QK_K,
-                         .extra = SubBlockPairTerms::kCount,
-                         .prepare = prepare<SubBlockPairTerms>,
-                         .tiles = lane_tiles<Q2KDecoded>(kPanelWidths)};
-const Format kFormatQ3_K{.act_type = DType::Q8_K,
-                         .block = QK_K,
-                         .extra = SubBlockPairTerms::kCount,
-                         .prepare = prepare<SubBlockPairTerms>,
-                         .tiles = q3k_tiles(kPanelWidths)};
-const Format kFormatQ4_K{.act_type = DType::Q8_K,
-                         .block = QK_K,
-                         .extra = Q4KTerms::kCount,
-                         .prepare = prepare<Q4KTerms>,
-                         .tiles = q4k_tiles<false>(kPanelWidths)};
-const Format kFormatQ5_K{.act_type = DType::Q8_K,
-                         .block = QK_K,
-                         .extra = Q4KTerms::kCount,
-                         .prepare = prepare<Q4KTerms>,
-                         .tiles = q4k_tiles<true>(kPanelWidths)};
-const Format kFormatQ6_K{.act_type = DType::Q8_K,
-                         .block = QK_K,
-                         .extra = Q6KTerms::kCount,
-                         .prepare = prepare<Q6KTerms>,
-                         .tiles = lane_tiles<Q6KDecoded>(kPanelWidths)};
+const Format kFormatQ2_K = q8k_format<SubBlockPairTerms>(lane_tiles<Q2KDecoded>(kPanelWidths));
+const Format kFormatQ3_K = q8k_format<SubBlockPairTerms>(q3k_tiles(kPanelWidths));
+const Format kFormatQ4_K = q8k_format<Q4KTerms>(q4k_tiles<false>(kPanelWidths));
+const Format kFormatQ5_K = q8k_format<Q4KTerms>(q4k_tiles<true>(kPanelWidths));
+const Format kFormatQ6_K = q8k_format<Q6KTerms>(lane_tiles<Q6KDecoded>(kPanelWidths));
 #else
 const Format kFormatQ2_K{}, kFormatQ3_K{}, kFormatQ4_K{}, kFormatQ5_K{}, kFormatQ6_K{};
 #endif
