@@ -206,18 +206,23 @@ inline SubBlockScales unpack_q2k_scales(const std::byte *bytes) {
 
 // Q3_K: 16 6-bit scales, less 32, from 12 bytes per row: scale j's low nibble is the low (j < 8)
 // or high nibble of byte j % 8, its top two bits are bits 2(j / 4), 2(j / 4) + 1 of byte 8 + j % 4.
+// Bytes 0-3, 4-7 and 8-11 of the 16 rows are one vector each (16 rows per byte), so the 6-bit
+// values come out four scales to a vector, 16 bytes (rows) per scale.
 inline SubBlockScales unpack_q3k_scales(const std::byte *bytes) {
-    const __m128i m4 = _mm_set1_epi8(0x0F), m2 = _mm_set1_epi8(3), m32 = _mm_set1_epi8(32);
+    const Ints b0_3 = Ints::load(bytes), b4_7 = Ints::load(bytes + 64),
+               b8_11 = Ints::load(bytes + 128);
+    const Ints m4 = Ints::splat8(0x0F), m2 = Ints::splat8(3), m32 = Ints::splat8(32);
     SubBlockScales out;
     Ints lanes[16];
-    for (int j = 0; j < 16; ++j) {
-        const __m128i low = load_rows(bytes + 16 * (j % 8));
-        const __m128i top = load_rows(bytes + 16 * (8 + j % 4));
-        const __m128i nibble = _mm_and_si128(j < 8 ? low : _mm_srli_epi16(low, 4), m4);
-        const __m128i bits45 =
-            _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(top, 2 * (j / 4)), m2), 4);
-        lanes[j] = Ints::widen_i8(_mm_sub_epi8(_mm_or_si128(nibble, bits45), m32));
-        out.scale[j] = Scale16::of(lanes[j]);
+    for (int g = 0; g < 4; ++g) {  // scales 4g .. 4g + 3
+        const Ints low = g % 2 == 0 ? b0_3 : b4_7;
+        const Ints nibbles = (g < 2 ? low : srli16(low, 4)) & m4;
+        const Ints top = slli16((g == 0 ? b8_11 : srli16(b8_11, 2 * g)) & m2, 4);
+        const Ints six_bit = sub8(nibbles | top, m32);
+        for (int k = 0; k < 4; ++k) {
+            lanes[4 * g + k] = Ints::widen_i8(six_bit.quarter(k));
+            out.scale[4 * g + k] = Scale16::of(lanes[4 * g + k]);
+        }
     }
     const Ints low16 = Ints::splat32(0xFFFF);
     for (int i = 0; i < 8; ++i)

@@ -93,6 +93,24 @@ struct Ints {
         return {_mm256_cvtepi8_epi32(rows), _mm256_cvtepi8_epi32(_mm_srli_si128(rows, 8))};
 #endif
     }
+    // Bytes 16k .. 16k + 15, k < 4 (a constant once inlined).
+    __m128i quarter(int k) const {
+#if LOOM_QGEMM_512
+        switch (k) {
+            case 0:
+                return _mm512_castsi512_si128(v);
+            case 1:
+                return _mm512_extracti32x4_epi32(v, 1);
+            case 2:
+                return _mm512_extracti32x4_epi32(v, 2);
+            default:
+                return _mm512_extracti32x4_epi32(v, 3);
+        }
+#else
+        const __m256i half = k < 2 ? lo : hi;
+        return k % 2 == 0 ? _mm256_castsi256_si128(half) : _mm256_extracti128_si256(half, 1);
+#endif
+    }
     // Two bytes per row (rows 0-7, then 8-15), widened to the two int16 halves of its lane.
     static Ints widen_u8_pairs(__m128i rows0_7, __m128i rows8_15) {
 #if LOOM_QGEMM_512
@@ -128,6 +146,7 @@ LOOM_INTS_OP(operator|, _mm512_or_si512)
 LOOM_INTS_OP(operator^, _mm512_xor_si512)
 LOOM_INTS_OP(operator+, _mm512_add_epi32)
 LOOM_INTS_OP(operator-, _mm512_sub_epi32)
+LOOM_INTS_OP(sub8, _mm512_sub_epi8)
 LOOM_INTS_OP(mullo32, _mm512_mullo_epi32)
 LOOM_INTS_SHIFT(srli16, _mm512_srli_epi16)
 LOOM_INTS_SHIFT(slli16, _mm512_slli_epi16)
@@ -138,6 +157,7 @@ LOOM_INTS_OP(operator|, _mm256_or_si256)
 LOOM_INTS_OP(operator^, _mm256_xor_si256)
 LOOM_INTS_OP(operator+, _mm256_add_epi32)
 LOOM_INTS_OP(operator-, _mm256_sub_epi32)
+LOOM_INTS_OP(sub8, _mm256_sub_epi8)
 LOOM_INTS_OP(mullo32, _mm256_mullo_epi32)
 LOOM_INTS_SHIFT(srli16, _mm256_srli_epi16)
 LOOM_INTS_SHIFT(slli16, _mm256_slli_epi16)
