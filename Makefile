@@ -44,7 +44,7 @@ test-portable: setup
 	cmake --preset portable >/dev/null
 	cmake --build $(BUILD_PORTABLE) -j $(JOBS) --target loom $(PORTABLE_TESTS)
 	tests/tools/check_portable.sh $(BUILD_PORTABLE)/tools/loom/loom $(foreach t,$(PORTABLE_TESTS),$(BUILD_PORTABLE)/tests/$(t))
-	for level in baseline avx2 avx_vnni avx512 avx512_vnni; do \
+	for level in baseline avx2 avx_vnni avx512 avx512_vnni avx512_bf16; do \
 		if LOOM_ISA=$$level ./$(BUILD_PORTABLE)/tools/loom/loom --version 2>&1 | grep -q "does not run"; then \
 			echo "== $$level: this CPU does not run it, skipped"; continue; fi; \
 		echo "== $$level"; \

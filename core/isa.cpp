@@ -29,13 +29,17 @@ bool runs(Level level) {
             return v4;
         case Level::avx512_vnni:
             return v4 && __builtin_cpu_supports("avx512vnni");
+        case Level::avx512_bf16:
+            return v4 && __builtin_cpu_supports("avx512vnni") &&
+                   __builtin_cpu_supports("avx512bf16");
     }
     return false;
 }
 
 // The best level this CPU runs. AVX-512 outranks AVX-VNNI: twice the lanes per instruction.
 Level best() {
-    for (Level level : {Level::avx512_vnni, Level::avx512, Level::avx_vnni, Level::avx2})
+    for (Level level :
+         {Level::avx512_bf16, Level::avx512_vnni, Level::avx512, Level::avx_vnni, Level::avx2})
         if (runs(level)) return level;
     return Level::baseline;
 }
@@ -58,7 +62,7 @@ Level choose() {
     if (!wanted) {
         std::fprintf(stderr,
                      "loom: LOOM_ISA=%s is not a level (baseline, avx2, avx_vnni, avx512, "
-                     "avx512_vnni); using %s\n",
+                     "avx512_vnni, avx512_bf16); using %s\n",
                      env, name(detected));
         return detected;
     }

@@ -24,7 +24,8 @@
 #define LOOM_ISA_FEATURES_avx2 1                // AVX2, FMA, F16C, BMI1/2 (x86-64-v3)
 #define LOOM_ISA_FEATURES_avx_vnni (1 | 2)      // + AVX-VNNI (Alder Lake and later client cores)
 #define LOOM_ISA_FEATURES_avx512 (1 | 4)        // + AVX-512 F/CD/BW/DQ/VL (x86-64-v4)
-#define LOOM_ISA_FEATURES_avx512_vnni (1 | 12)  // + AVX-512 VNNI (Cascade Lake, Ice Lake, Zen 4)
+#define LOOM_ISA_FEATURES_avx512_vnni (1 | 12)  // + AVX-512 VNNI (Cascade Lake, Ice Lake)
+#define LOOM_ISA_FEATURES_avx512_bf16 (1 | 28)  // + AVX-512 BF16 (Sapphire Rapids, Zen 4 and 5)
 #define LOOM_ISA_HAS_(bit) ((LOOM_ISA_FEATURES(LOOM_ISA_VARIANT) & (bit)) != 0)
 #define LOOM_X86_AVX2 LOOM_ISA_HAS_(1)
 #define LOOM_X86_FMA LOOM_ISA_HAS_(1)
@@ -34,6 +35,7 @@
 #define LOOM_X86_AVX512BW LOOM_ISA_HAS_(4)
 #define LOOM_X86_AVX512VL LOOM_ISA_HAS_(4)
 #define LOOM_X86_AVX512VNNI LOOM_ISA_HAS_(8)
+#define LOOM_X86_AVX512BF16 LOOM_ISA_HAS_(16)
 #define LOOM_X86_AVX512VBMI 0  // not in any level: Cascade Lake has VNNI without it
 #else                          // what the compiler targets (-march)
 #if defined(LOOM_PORTABLE)
@@ -81,6 +83,11 @@
 #else
 #define LOOM_X86_AVX512VNNI 0
 #endif
+#if defined(__AVX512BF16__)
+#define LOOM_X86_AVX512BF16 1
+#else
+#define LOOM_X86_AVX512BF16 0
+#endif
 #if defined(__AVX512VBMI__)
 #define LOOM_X86_AVX512VBMI 1
 #else
@@ -90,7 +97,7 @@
 
 // The levels a build holds, for the dispatchers (core/dtype.cpp, core/cpu/dispatch.cpp).
 #if defined(LOOM_PORTABLE)
-#define LOOM_ISA_LEVELS(X) X(baseline) X(avx2) X(avx_vnni) X(avx512) X(avx512_vnni)
+#define LOOM_ISA_LEVELS(X) X(baseline) X(avx2) X(avx_vnni) X(avx512) X(avx512_vnni) X(avx512_bf16)
 #else
 #define LOOM_ISA_LEVELS(X) X(native)
 #endif

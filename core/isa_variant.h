@@ -58,6 +58,9 @@
 #define LOOM_ISA_TARGET_avx512_vnni                                                   \
     "sse3,ssse3,sse4.1,sse4.2,popcnt,avx,avx2,bmi,bmi2,f16c,fma,lzcnt,movbe,avx512f," \
     "avx512cd,avx512bw,avx512dq,avx512vl,avx512vnni"
+#define LOOM_ISA_TARGET_avx512_bf16                                                   \
+    "sse3,ssse3,sse4.1,sse4.2,popcnt,avx,avx2,bmi,bmi2,f16c,fma,lzcnt,movbe,avx512f," \
+    "avx512cd,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16"
 
 #define LOOM_ISA_TARGET_(level) LOOM_ISA_TARGET_##level
 #define LOOM_ISA_TARGET(level) LOOM_ISA_TARGET_(level)

@@ -43,6 +43,10 @@ bool has_repacked_layout(DType type) {
     return selected().has_repacked_layout(type);
 }
 
+bool bf16_sums_pairs() {
+    return selected().bf16_pairs;
+}
+
 bool can_repack(const Tensor *t) {
     return selected().can_repack(t);
 }

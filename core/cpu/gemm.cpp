@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/cpu/gemm_blocking.h"
 #include "core/cpu/repack.h"
 #include "core/cpu/simd.h"
 #include "core/quant/legacy_formats.h"
@@ -16,54 +17,6 @@ namespace loom::cpu::inline LOOM_ISA::gemm {
 namespace {
 
 using namespace simd;
-
-// ---------------------------------------------------------------------------------------------
-// GEMM blocking (BLIS's scheme). The micro-kernel keeps an MR x NR tile of C in registers and,
-// per k, loads two vectors of packed A and broadcasts NR values of packed B:
-//   AVX-512: MR 32 x NR 12 = 24 accumulators + 2 A vectors + 1 broadcast of 32 zmm;
-//   16 registers: MR 2*VL x NR 6 = 12 accumulators + 3.
-constexpr int MR = 2 * VL;
-constexpr int NR = kVecRegs >= 32 ? 12 : 6;
-// KC: the micro-kernel's inner loop reuses one KC x NR micro-panel of B for every A panel, so it
-// should hold half of the 48 KiB L1d (512 * 12 * 4 = 24 KiB) while A streams through the other
-// half. 512 is also a multiple of every weight block size (256 for K-quants), since packing
-// converts weights KC elements at a time.
-constexpr int64_t KC = 512;
-// MC: the packed A block, MC x KC floats (320 * 512 * 4 = 640 KiB), about half the 1.25 MiB L2,
-// leaving room for the B micro-panels and C tiles that pass through.
-constexpr int64_t MC = 10 * MR;
-// NC: packed B, KC x NC floats (512 * 3072 * 4 = 6 MiB), lives in the shared L3; A is packed
-// again for every NC columns, so NC is large.
-constexpr int64_t NC = 256 * NR;
-// The micro-kernel prefetches packed A this many k steps ahead (4 * 128 bytes), as the hardware
-// prefetchers do not pull the L2-resident A panel into L1 in time; measured on Ice Lake, distances
-// 3 to 16 all gain 15-25 %, 4 the most.
-constexpr int64_t kPrefetchSteps = 4;
-static_assert(MC % MR == 0 && NC % NR == 0);
-
-// Transposes a VL x VL block held as VL row vectors, in log2(VL) stages; stage B swaps bit B of
-// the row index with bit B of the column index (the butterfly behind every SIMD transpose).
-// Lane j of the new rows i and i + B, as indices into the concatenation (r[i], r[i + B]):
-template <int B, int... J>
-[[gnu::always_inline]] inline vf interleave_lo(vf a, vf b, std::integer_sequence<int, J...>) {
-    return __builtin_shufflevector(a, b, ((J & B) ? VL + J - B : J)...);
-}
-template <int B, int... J>
-[[gnu::always_inline]] inline vf interleave_hi(vf a, vf b, std::integer_sequence<int, J...>) {
-    return __builtin_shufflevector(a, b, ((J & B) ? VL + J : J + B)...);
-}
-
-template <int B = VL / 2>
-[[gnu::always_inline]] inline void transpose(vf *r) {
-    constexpr auto lanes = std::make_integer_sequence<int, VL>();
-    for (int i = 0; i < VL; ++i) {
-        if (i & B) continue;
-        const vf a = r[i], b = r[i + B];
-        r[i] = interleave_lo<B>(a, b, lanes);
-        r[i + B] = interleave_hi<B>(a, b, lanes);
-    }
-    if constexpr (B > 1) transpose<B / 2>(r);
-}
 
 // Packs one panel of up to MR rows (row i at a + i * nb1, kc contiguous elements each) as
 // [kc][MR] floats, rows past `rows` zero: VL x VL blocks are loaded a row vector at a time and
@@ -93,15 +46,6 @@ void pack_panel(const std::byte *a, size_t nb1, int64_t rows, int64_t kc, float 
 // are read in place, VL elements at a time, transposed in registers and multiplied in k order,
 // restarting every KC elements and adding the block sums in turn: bit for bit what the packed
 // GEMM computes for each element, at the speed of streaming the weights once.
-
-// Columns at most this many take this path.
-constexpr int64_t kNarrowMaxN = 4;
-// Each of the VL rows being read is prefetched this far ahead (the packed path's reason for
-// prefetching holds here, with VL streams instead of one).
-constexpr int64_t kNarrowPrefetchBytes = 1024;
-// A group of grouped weights is one contiguous stream; prefetched as far ahead as the integer
-// kernels prefetch theirs (core/cpu/qgemm.h, kStreamAhead).
-constexpr size_t kGroupPrefetchBytes = 2048;
 
 template <typename W, int NX>
 void narrow_rows(const std::byte *a, size_t nb1, int64_t rows, int64_t K, const float *const *x,
@@ -276,14 +220,6 @@ size_t round_up(size_t n, size_t to) {
     return (n + to - 1) / to * to;
 }
 
-// Per-thread scratch, carved from params.work; offsets depend only on K.
-struct Scratch {
-    float *rows;  // K floats: a gathered/converted row
-    float *tile;  // MR x NR: an edge tile before it is clipped into dst
-    float *a;     // MC x KC: packed A block
-    float *b;     // KC x NC (or fewer): packed B block
-};
-
 constexpr size_t kFloatsPerLine = 64 / sizeof(float);  // each region starts on a cache line
 
 Scratch carve(std::byte *work, int64_t k) {
@@ -380,49 +316,21 @@ void pack_b(const Columns &cols, DType weight_type, int64_t j0, int64_t nc, int6
     }
 }
 
-// dst rows [mb, me) of every column of the job, through packed blocks.
-void gemm_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch &s) {
-    for (int64_t jc = 0; jc < job.n; jc += NC) {
-        const int64_t nc = std::min(NC, job.n - jc);
-        for (int64_t pc = 0; pc < K; pc += KC) {
-            const int64_t kc = std::min(KC, K - pc);
-            const bool accumulate = pc > 0;
-            pack_b(job.cols, job.a_type, jc, nc, pc, kc, s.b, s.rows);
-            for (int64_t ic = mb; ic < me; ic += MC) {
-                const int64_t mc = std::min(MC, me - ic);
-                pack_a(job, ic, mc, pc, kc, s.a, s.rows);
-                for (int64_t jr = 0; jr < nc; jr += NR) {
-                    const int64_t nr = std::min<int64_t>(NR, nc - jr);
-                    float *c[NR];
-                    for (int64_t j = 0; j < NR; ++j) {
-                        c[j] = j < nr ? job.cols.dst_row(jc + jr + j) + ic : nullptr;
-                    }
-                    const float *bp = s.b + jr * kc;
-                    const MicroKernel kernel = kMicroKernels[size_t(nr - 1)];
-                    for (int64_t ir = 0; ir < mc; ir += MR) {
-                        const float *ap = s.a + ir * kc;
-                        const int64_t mr = std::min<int64_t>(MR, mc - ir);
-                        if (mr == MR) {
-                            float *ct[NR];
-                            for (int j = 0; j < nr; ++j) ct[j] = c[j] + ir;
-                            kernel(kc, ap, bp, ct, accumulate);
-                            continue;
-                        }
-                        // Edge rows: the same arithmetic into scratch, then clipped.
-                        float *ct[NR];
-                        for (int j = 0; j < nr; ++j) ct[j] = s.tile + j * MR;
-                        kernel(kc, ap, bp, ct, false);
-                        for (int64_t j = 0; j < nr; ++j) {
-                            float *d = c[j] + ir;
-                            const float *t = s.tile + j * MR;
-                            for (int64_t i = 0; i < mr; ++i) d[i] = accumulate ? d[i] + t[i] : t[i];
-                        }
-                    }
-                }
-            }
-        }
+// What gemm_rows packs a KC block into and multiplies it with: one F32 step per element (every
+// float weight dtype), or one step per BF16 pair.
+struct FloatSteps {
+    using Packed = float;
+    static int64_t steps(int64_t kc) { return kc; }
+    static void pack_columns(const Job &job, int64_t j0, int64_t nc, int64_t k0, int64_t kc,
+                             float *out, float *buf) {
+        pack_b(job.cols, job.a_type, j0, nc, k0, kc, out, buf);
     }
-}
+    static void pack_rows(const Job &job, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
+                          float *out, float *buf) {
+        pack_a(job, m0, mc, k0, kc, out, buf);
+    }
+    static MicroKernel kernel(int64_t nr) { return kMicroKernels[size_t(nr - 1)]; }
+};
 
 // dst rows [mb, me) of a job of at most kNarrowMaxN columns whose weight rows are contiguous.
 void few_columns_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch &s) {
@@ -562,11 +470,16 @@ void run(const ComputeParams &params, const Problem &problem, std::byte *work) {
             }
         } else if (has_block_dot(job.a_type)) {
             quantized_rows(job, K, mb, me, work);
+#if LOOM_X86_AVX512BF16
+        } else if (job.a_type == DType::BF16 &&
+                   (job.a_grouped || job.a_nb0 == traits(job.a_type).type_size)) {
+            bf16_pair_rows(job, K, mb, me, s);
+#endif
         } else if (job.n <= kNarrowMaxN &&
                    (job.a_grouped || job.a_nb0 == traits(job.a_type).type_size)) {
             few_columns_rows(job, K, mb, me, s);
         } else {
-            gemm_rows(job, K, mb, me, s);
+            gemm_rows<FloatSteps>(job, K, mb, me, s);
         }
     }
 }

@@ -12,7 +12,10 @@
 // block sums added in turn, whatever N is, so a column's result is the same bit for bit whether
 // it is decoded alone (N = 1) or in a batch, at any position in it. N > 4 runs a packed,
 // cache-blocked GEMM with a register-blocked micro-kernel; N <= 4 (generation) reads the weight
-// rows in place, VL at a time transposed in registers, with the same arithmetic.
+// rows in place, VL at a time transposed in registers, with the same arithmetic. BF16 weights
+// on a CPU with AVX512-BF16 (bf16_sums_pairs(), core/cpu/kernels.h) take their terms in pairs
+// instead: within each KC block, for each pair (k, k + 1), term k + 1 then term k, each by one
+// fused multiply-add (VDPBF16PS, whose denormal inputs and results are zero); same promises.
 // Block-format weights (traits(type).vec_dot set; rows contiguous) compute as llama.cpp does, for
 // every N: each column is quantized to traits(type).vec_dot_type, then every output element is
 // traits(type).vec_dot of a weight row and a quantized column (the legacy and table-indexed

@@ -62,7 +62,12 @@ struct Variant {
     BufferType &(*repack_buffer_type)();
     bool (*has_repacked_layout)(DType type);
     bool (*can_repack)(const Tensor *t);
+    // Whether BF16 weights are multiplied two elements at a time (AVX512-BF16; core/cpu/gemm.h).
+    bool bf16_pairs;
 };
+
+// The kernels in use: whether their BF16 products sum element pairs (Variant::bf16_pairs).
+bool bf16_sums_pairs();
 
 }  // namespace loom::cpu
 

@@ -5,13 +5,17 @@
 // (N > 4), mul_mat_id, an odd number of row groups, K past one KC block, and any thread count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 
+#include "core/cpu/kernels.h"
 #include "core/cpu/repack.h"
 #include "loom/backend.h"
 #include "loom/core.h"
 #include "loom/cpu.h"
+#include "loom/fp16.h"
 #include "tests/quant/quant_test_util.h"
 
 namespace loom {
@@ -97,6 +101,51 @@ TEST_P(GroupedFloatMatMul, ExpertsSameBitsAsRowLayout) {
     for (int64_t i = 0; i < n_used * n_tokens; ++i) id[i] = int32_t((i * 2 + 1) % n_expert);
     const std::vector<float> expected = run_graph(ctx, mul_mat_id(ctx, w.plain, b, ids), 1);
     EXPECT_EQ(run_graph(ctx, mul_mat_id(ctx, w.grouped, b, ids), 2), expected);
+}
+
+// Where the kernels multiply BF16 two elements at a time (AVX512-BF16's VDPBF16PS), every
+// output is, bit for bit, gemm.h's pair order: within each KC = 512 block, term k + 1 then term
+// k of each pair by one fused multiply-add (a lone last term alone), the block sums added in
+// turn; the activations rounded to BF16. Plain and grouped weights, narrow and packed paths, an
+// odd K past one block, edge rows, 1 and 2 threads.
+TEST(Bf16PairOrder, EveryPathSumsPairsInOrder) {
+    if (!cpu::bf16_sums_pairs()) GTEST_SKIP() << "these kernels multiply BF16 one term at a time";
+    const int64_t M = 80;
+    for (const int64_t K : {700, 1025}) {
+        TwoCopies w(DType::BF16, K, M, 1);
+        const auto *bits = reinterpret_cast<const uint16_t *>(w.file_bytes.data());
+        for (const int64_t n : {1, 3, 4, 5, 13}) {
+            SCOPED_TRACE(::testing::Message() << "K=" << K << " n=" << n);
+            Context ctx({.mem_size = 4u << 20});
+            Tensor *b = random_f32(ctx, {K, n}, uint32_t(n + K));
+            const auto *x = static_cast<const float *>(b->data);
+            std::vector<float> expected(size_t(M * n));
+            for (int64_t j = 0; j < n; ++j) {
+                for (int64_t m = 0; m < M; ++m) {
+                    const auto term = [&](int64_t k, float acc) {
+                        const float xk = bf16_to_f32(f32_to_bf16(x[j * K + k]));
+                        return std::fma(bf16_to_f32(bits[m * K + k]), xk, acc);
+                    };
+                    float total = 0.0f;
+                    for (int64_t k0 = 0; k0 < K; k0 += 512) {
+                        const int64_t k1 = std::min(K, k0 + 512);
+                        float acc = 0.0f;
+                        for (int64_t k = k0; k < k1; k += 2) {
+                            if (k + 1 < k1) acc = term(k + 1, acc);
+                            acc = term(k, acc);
+                        }
+                        total = k0 == 0 ? acc : total + acc;
+                    }
+                    expected[size_t(j * M + m)] = total;
+                }
+            }
+            Tensor *plain = mul_mat(ctx, w.plain, b);
+            Tensor *grouped = mul_mat(ctx, w.grouped, b);
+            EXPECT_EQ(run_graph(ctx, plain, 1), expected);
+            EXPECT_EQ(run_graph(ctx, plain, 2), expected);
+            EXPECT_EQ(run_graph(ctx, grouped, 2), expected);
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GroupedFloatMatMul, ::testing::Values(DType::F16, DType::BF16),

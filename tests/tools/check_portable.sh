@@ -33,7 +33,7 @@ for binary in "$@"; do
         }
         /^[0-9a-f]+ <.*>:$/ {
             fn = substr($0, index($0, "<") + 1); sub(/>:$/, "", fn)
-            in_level = fn ~ /::(avx2|avx_vnni|avx512|avx512_vnni)::/
+            in_level = fn ~ /::(avx2|avx_vnni|avx512|avx512_vnni|avx512_bf16)::/
             next
         }
         in_level || !/^ *[0-9a-f]+:\t/ { next }
