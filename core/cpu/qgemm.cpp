@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <utility>
 
 #include "core/cpu/repack.h"
 
@@ -96,17 +97,43 @@ void quantize_columns(const ComputeParams &params, const gemm::Problem &problem,
 // prefetchers' stream and costs a contended atomic, yet a few per thread, so that threads that
 // run at different speeds (another process, the hypervisor) still end a node together. Measured
 // on the 1B files (AMD EPYC Zen 5, 2 threads, alternating): 4 groups per chunk against 4 chunks
-// per thread, Q2_K 108 -> 122 t/s, Q3_K_M 90 -> 100; 1, 2, 4 or 8 chunks per thread within the
-// noise. Which thread computes a tile changes no bit of it.
-constexpr int64_t kStreamChunksPerThread = 4;
+// per thread, Q2_K 108 -> 122 t/s, Q3_K_M 90 -> 100. The first nth chunks of generation take half
+// of a job's rows, evenly (each thread's first, prefetched before the barrier); each later one a
+// 1 / (2 nth) share of what is left, at least kStreamMinChunkGroups, so that the last ones, whose
+// ends decide when the node ends, are short. Which thread computes a tile changes no bit of it.
 constexpr int64_t kStreamMinChunkGroups = 4;
-int64_t chunk_groups(const gemm::Job &job, int64_t n_max, int nth) {
-    if (n_max <= kStreamColumns) {
-        const int64_t even = job.m / kGroupRows / (kStreamChunksPerThread * int64_t(nth));
-        return std::max(kStreamMinChunkGroups, even);
+
+struct Chunks {
+    int64_t groups;  // of the job
+    int64_t first;   // groups of each of the first nth chunks (all of them when fixed)
+    int64_t nth;
+    bool shrinking;
+
+    Chunks(const gemm::Job &job, int64_t n_max, int nth_) : groups(job.m / kGroupRows), nth(nth_) {
+        shrinking = n_max <= kStreamColumns;
+        first = shrinking
+                    ? std::max(kStreamMinChunkGroups, (groups + 2 * nth - 1) / (2 * nth))
+                    : std::max<int64_t>(1, int64_t(kRowBlockBytes / (job.a_nb1 * kGroupRows)));
     }
-    return std::max<int64_t>(1, int64_t(kRowBlockBytes / (job.a_nb1 * kGroupRows)));
-}
+    int64_t size(int64_t c, int64_t begin) const {
+        if (!shrinking || c < nth) return first;
+        return std::max(kStreamMinChunkGroups, (groups - begin + 2 * nth - 1) / (2 * nth));
+    }
+    // The groups [begin, end) of chunk c, empty past the last chunk.
+    std::pair<int64_t, int64_t> range(int64_t c) const {
+        if (!shrinking) return {std::min(groups, c * first), std::min(groups, (c + 1) * first)};
+        int64_t begin = std::min(c, nth) * first;
+        for (int64_t i = nth; i < c && begin < groups; ++i) begin += size(i, begin);
+        begin = std::min(begin, groups);
+        return {begin, std::min(groups, begin + size(c, begin))};
+    }
+    int64_t count() const {
+        if (!shrinking) return (groups + first - 1) / first;
+        int64_t c = 0;
+        for (int64_t begin = 0; begin < groups; ++c) begin += size(c, begin);
+        return c;
+    }
+};
 
 // Phase 2 for rows [16 * g0, 16 * g1) of one job, whose panels start at `panels`.
 void multiply_groups(const gemm::Job &job, const Format &f, int64_t K, int64_t g0, int64_t g1,
@@ -187,40 +214,38 @@ void run(const ComputeParams &params, const gemm::Problem &problem, DType type, 
     for (int64_t i = 0; i < problem.n_jobs; ++i) {
         n_max = std::max(n_max, problem.job_at(problem.ctx, i).n);
     }
-    auto chunks_of = [&](const gemm::Job &job) {
-        const int64_t per_chunk = chunk_groups(job, n_max, params.nth);
-        return (job.m / kGroupRows + per_chunk - 1) / per_chunk;
-    };
+    auto chunks_of = [&](const gemm::Job &job) { return Chunks(job, n_max, params.nth); };
     int64_t total_chunks = 0;
     for (int64_t i = 0; i < problem.n_jobs; ++i) {
-        total_chunks += chunks_of(problem.job_at(problem.ctx, i));
+        total_chunks += chunks_of(problem.job_at(problem.ctx, i)).count();
     }
     if (params.ith == 0) next_chunk(params).store(params.nth, std::memory_order_relaxed);
     quantize_columns(params, problem, f, s);
     // Generation streams its weights: the first lines of this thread's first chunk are on their
     // way while it waits for the other threads' columns.
     const gemm::Job job0 = problem.job_at(problem.ctx, 0);
-    if (n_max <= kStreamColumns && params.ith < chunks_of(job0)) {
-        const std::byte *start =
-            job0.a + size_t(params.ith * chunk_groups(job0, n_max, params.nth)) * job0.a_nb1 *
-                         size_t(kGroupRows);
+    if (n_max <= kStreamColumns && params.ith < chunks_of(job0).count()) {
+        const std::byte *start = job0.a + size_t(chunks_of(job0).range(params.ith).first) *
+                                              job0.a_nb1 * size_t(kGroupRows);
         for (size_t o = 0; o < kStreamAhead; o += 64) __builtin_prefetch(start + o, 0, 3);
     }
     params.barrier();  // also publishes the counter's reset
 
     int64_t job_index = 0, first_chunk = 0, first = 0;  // first: columns of the jobs before
     gemm::Job job = problem.job_at(problem.ctx, 0);
+    Chunks chunks = chunks_of(job);
+    int64_t job_chunks = chunks.count();
     const size_t col_bytes = column_bytes(f, K);
     for (int64_t chunk = params.ith; chunk < total_chunks;
          chunk = next_chunk(params).fetch_add(1, std::memory_order_relaxed)) {
-        while (chunk >= first_chunk + chunks_of(job)) {
-            first_chunk += chunks_of(job);
+        while (chunk >= first_chunk + job_chunks) {
+            first_chunk += job_chunks;
             if (!problem.shared_columns) first += job.n;
             job = problem.job_at(problem.ctx, ++job_index);
+            chunks = chunks_of(job);
+            job_chunks = chunks.count();
         }
-        const int64_t per_chunk = chunk_groups(job, n_max, params.nth);
-        const int64_t g0 = (chunk - first_chunk) * per_chunk;
-        const int64_t g1 = std::min(job.m / kGroupRows, g0 + per_chunk);
+        const auto [g0, g1] = chunks.range(chunk - first_chunk);
         if (job.n > 0) {
             multiply_groups(job, f, K, g0, g1, panels_base(params) + size_t(first) * col_bytes,
                             s.out);
