@@ -174,48 +174,6 @@ constexpr std::array<WeightOps, kDTypeCount> kWeightOps = [] {
     return t;
 }();
 
-// c[j][0, MR) (+)= sum over k < kc of a[k][0, MR) * b[k][j], for j < NT <= NR.
-// a: packed [kc][MR], b: packed [kc][NR]; c: NT pointers to MR floats. Each element's terms are
-// summed in k order on one FMA chain, whatever NT is: a column's result does not depend on how
-// many columns share the tile. Kept out of line so the accumulators get the register file to
-// themselves rather than sharing it with the caller's loop state.
-template <int NT>
-[[gnu::noinline]] void micro_kernel(int64_t kc, const float *a, const float *b, float *const *c,
-                                    bool accumulate) {
-    vf acc0[NT], acc1[NT];
-    for (int j = 0; j < NT; ++j) acc0[j] = acc1[j] = vf{};
-    for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
-        __builtin_prefetch(a + kPrefetchSteps * MR, 0, 3);
-        __builtin_prefetch(a + kPrefetchSteps * MR + VL, 0, 3);
-        const vf a0 = load(a), a1 = load(a + VL);
-#pragma GCC unroll 16
-        for (int j = 0; j < NT; ++j) {
-            const vf bj = splat(b[j]);
-            acc0[j] = fmadd(a0, bj, acc0[j]);
-            acc1[j] = fmadd(a1, bj, acc1[j]);
-        }
-    }
-#pragma GCC unroll 16
-    for (int j = 0; j < NT; ++j) {
-        if (accumulate) {
-            acc0[j] = load(c[j]) + acc0[j];
-            acc1[j] = load(c[j] + VL) + acc1[j];
-        }
-        store(c[j], acc0[j]);
-        store(c[j] + VL, acc1[j]);
-    }
-}
-
-using MicroKernel = void (*)(int64_t, const float *, const float *, float *const *, bool);
-
-// The kernel for a tile of nt columns (1..NR).
-template <int... I>
-constexpr std::array<MicroKernel, NR> micro_kernels(std::integer_sequence<int, I...>) {
-    return {micro_kernel<I + 1>...};
-}
-constexpr std::array<MicroKernel, NR> kMicroKernels =
-    micro_kernels(std::make_integer_sequence<int, NR>());
-
 size_t round_up(size_t n, size_t to) {
     return (n + to - 1) / to * to;
 }
@@ -329,7 +287,9 @@ struct FloatSteps {
                           float *out, float *buf) {
         pack_a(job, m0, mc, k0, kc, out, buf);
     }
-    static MicroKernel kernel(int64_t nr) { return kMicroKernels[size_t(nr - 1)]; }
+    static vf load_step(const float *p) { return load(p); }
+    static vf splat_step(float x) { return splat(x); }
+    static vf madd(vf acc, vf a, vf b) { return fmadd(a, b, acc); }
 };
 
 // dst rows [mb, me) of a job of at most kNarrowMaxN columns whose weight rows are contiguous.

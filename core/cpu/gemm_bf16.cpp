@@ -180,34 +180,6 @@ void pack_groups_bf16(const std::byte *a, size_t group_bytes, int64_t rows, int6
     }
 }
 
-// micro_kernel on pairs: a packed [pairs][MR], b packed [pairs][NR].
-template <int NT>
-[[gnu::noinline]] void micro_kernel_bf16(int64_t pairs, const uint32_t *a, const uint32_t *b,
-                                         float *const *c, bool accumulate) {
-    vf acc0[NT], acc1[NT];
-    for (int j = 0; j < NT; ++j) acc0[j] = acc1[j] = vf{};
-    for (int64_t p = 0; p < pairs; ++p, a += MR, b += NR) {
-        __builtin_prefetch(a + kPrefetchSteps * MR, 0, 3);
-        __builtin_prefetch(a + kPrefetchSteps * MR + VL, 0, 3);
-        const vf a0 = load_raw(a), a1 = load_raw(a + VL);
-#pragma GCC unroll 16
-        for (int j = 0; j < NT; ++j) {
-            const vf bj = splat_pair(b[j]);
-            acc0[j] = dot_pairs(acc0[j], a0, bj);
-            acc1[j] = dot_pairs(acc1[j], a1, bj);
-        }
-    }
-#pragma GCC unroll 16
-    for (int j = 0; j < NT; ++j) {
-        if (accumulate) {
-            acc0[j] = load(c[j]) + acc0[j];
-            acc1[j] = load(c[j] + VL) + acc1[j];
-        }
-        store(c[j], acc0[j]);
-        store(c[j] + VL, acc1[j]);
-    }
-}
-
 struct Bf16PairSteps {
     using Packed = uint32_t;
     static int64_t steps(int64_t kc) { return (kc + 1) / 2; }
@@ -245,16 +217,9 @@ struct Bf16PairSteps {
             }
         }
     }
-    using Kernel = void (*)(int64_t, const uint32_t *, const uint32_t *, float *const *, bool);
-    template <int... I>
-    static constexpr std::array<Kernel, NR> kernels(std::integer_sequence<int, I...>) {
-        return {micro_kernel_bf16<I + 1>...};
-    }
-    static Kernel kernel(int64_t nr) {
-        static constexpr std::array<Kernel, NR> table =
-            kernels(std::make_integer_sequence<int, NR>());
-        return table[size_t(nr - 1)];
-    }
+    static vf load_step(const uint32_t *p) { return load_raw(p); }
+    static vf splat_step(uint32_t pair) { return splat_pair(pair); }
+    static vf madd(vf acc, vf a, vf b) { return dot_pairs(acc, a, b); }
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 // and the packed GEMM's loop over blocks, which each arithmetic fills in with its own packing and
 // micro-kernel.
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -86,12 +87,60 @@ struct Scratch {
 };
 
 // How gemm_rows packs a KC block and multiplies it (gemm.cpp: FloatSteps; gemm_bf16.cpp:
-// Bf16PairSteps): Packed, the unit of a packed step; steps(kc), a block's packed steps;
-// pack_columns / pack_rows, which pack B's columns and A's rows of a block; kernel(nr), the
-// micro-kernel for a tile of nr <= NR columns. dst rows [mb, me) of every column of the job.
+// Bf16PairSteps): Packed, the unit of a packed step (an element, or a pair of BF16 elements);
+// steps(kc), a block's packed steps; pack_columns / pack_rows, which pack B's columns and A's
+// rows of a block; load_step (VL units), splat_step and madd(acc, a, b), the micro-kernel's
+// arithmetic.
+
+// c[j][0, MR) (+)= the sum over the steps of a[step][0, MR) * b[step][j], for j < NT <= NR.
+// a: packed [steps][MR], b: packed [steps][NR]; c: NT pointers to MR floats. Each element's terms
+// are summed in step order on one chain, whatever NT is: a column's result does not depend on how
+// many columns share the tile. Kept out of line so the accumulators get the register file to
+// themselves rather than sharing it with the caller's loop state.
+template <typename Steps, int NT>
+[[gnu::noinline]] void micro_kernel(int64_t steps, const typename Steps::Packed *a,
+                                    const typename Steps::Packed *b, float *const *c,
+                                    bool accumulate) {
+    vf acc0[NT], acc1[NT];
+    for (int j = 0; j < NT; ++j) acc0[j] = acc1[j] = vf{};
+    for (int64_t k = 0; k < steps; ++k, a += MR, b += NR) {
+        __builtin_prefetch(a + kPrefetchSteps * MR, 0, 3);
+        __builtin_prefetch(a + kPrefetchSteps * MR + VL, 0, 3);
+        const vf a0 = Steps::load_step(a), a1 = Steps::load_step(a + VL);
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) {
+            const vf bj = Steps::splat_step(b[j]);
+            acc0[j] = Steps::madd(acc0[j], a0, bj);
+            acc1[j] = Steps::madd(acc1[j], a1, bj);
+        }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < NT; ++j) {
+        if (accumulate) {
+            acc0[j] = simd::load(c[j]) + acc0[j];
+            acc1[j] = simd::load(c[j] + VL) + acc1[j];
+        }
+        simd::store(c[j], acc0[j]);
+        simd::store(c[j] + VL, acc1[j]);
+    }
+}
+
+template <typename Steps>
+using MicroKernel = void (*)(int64_t, const typename Steps::Packed *,
+                             const typename Steps::Packed *, float *const *, bool);
+
+// The kernels for tiles of 1..NR columns.
+template <typename Steps, int... I>
+constexpr std::array<MicroKernel<Steps>, NR> micro_kernels(std::integer_sequence<int, I...>) {
+    return {micro_kernel<Steps, I + 1>...};
+}
+
+// dst rows [mb, me) of every column of the job.
 template <typename Steps>
 void gemm_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch &s) {
     using Packed = typename Steps::Packed;
+    static constexpr std::array<MicroKernel<Steps>, NR> kKernels =
+        micro_kernels<Steps>(std::make_integer_sequence<int, NR>());
     auto *packed_a = reinterpret_cast<Packed *>(s.a);
     auto *packed_b = reinterpret_cast<Packed *>(s.b);
     for (int64_t jc = 0; jc < job.n; jc += NC) {
@@ -110,7 +159,7 @@ void gemm_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scratch 
                         c[j] = j < nr ? job.cols.dst_row(jc + jr + j) + ic : nullptr;
                     }
                     const Packed *bp = packed_b + jr * steps;
-                    const auto kernel = Steps::kernel(nr);
+                    const MicroKernel<Steps> kernel = kKernels[size_t(nr - 1)];
                     for (int64_t ir = 0; ir < mc; ir += MR) {
                         const Packed *ap = packed_a + ir * steps;
                         const int64_t mr = std::min<int64_t>(MR, mc - ir);
