@@ -26,6 +26,10 @@ Tensor *make_view(Context &ctx, Tensor *a, Op op, const Shape &ne, const std::ar
 
 }  // namespace
 
+bool is_view_op(Op op) {
+    return op == Op::view || op == Op::reshape || op == Op::permute || op == Op::transpose;
+}
+
 Tensor *view_4d(Context &ctx, Tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3,
                 size_t nb1, size_t nb2, size_t nb3, size_t offset) {
     require_not_null(Op::view, {a});

@@ -26,10 +26,6 @@ struct Scheduler::Split {
 
 namespace {
 
-bool is_view_op(const Tensor *t) {
-    return t->view_src != nullptr && t->op != Op::cpy && t->op != Op::set_rows;
-}
-
 // Copies t's elements (any strides) into contiguous dst of the same type, both in host memory.
 void copy_to_contiguous(const Tensor *src, Tensor *dst) {
     if (src->is_contiguous()) {
@@ -86,13 +82,13 @@ Backend *Scheduler::tensor_backend(const Tensor *node) const {
 }
 
 // The backend whose memory holds t, or -1 for memory any backend may read (a plain host
-// tensor that no buffer owns).
+// tensor that no buffer owns, or one in memory no backend calls its own).
 int Scheduler::memory_backend(const Tensor *t) const {
     if (t->view_src != nullptr) return memory_backend(t->view_src);
     if (auto it = assigned_.find(t); it != assigned_.end()) return it->second;
     if (t->buffer == nullptr) return -1;
     for (size_t i = 0; i < backends_.size(); ++i) {
-        if (&backends_[i]->default_buffer_type() == &t->buffer->type()) return int(i);
+        if (backends_[i]->uses_buffer_type(t->buffer->type())) return int(i);
     }
     return -1;
 }
@@ -101,10 +97,22 @@ void Scheduler::assign_backends(const Graph &graph) {
     assigned_.clear();
     std::vector<Tensor *> compute_nodes;
     for (Tensor *node : graph.node_list()) {
-        if (!is_view_op(node)) compute_nodes.push_back(node);
+        if (!is_view_op(node->op)) compute_nodes.push_back(node);
     }
-    // 1. pinned by the caller, else where the node's weights live
+    // 1. a node that writes into memory (cpy, set_rows: a KV cache) where that memory is, as a
+    // copy would take its result away; else pinned by the caller, else where its weights live
     for (Tensor *node : compute_nodes) {
+        if (node->view_src != nullptr) {
+            const int b = memory_backend(node->view_src);
+            if (b >= 0) {
+                if (!backends_[size_t(b)]->supports_op(node)) {
+                    fail("sched", "{} {} writes into memory of {}, which does not support it",
+                         op_name(node->op), describe(node), backends_[size_t(b)]->name());
+                }
+                assigned_[node] = b;
+                continue;
+            }
+        }
         if (auto it = pinned_.find(node); it != pinned_.end()) {
             if (!backends_[size_t(it->second)]->supports_op(node)) {
                 fail("sched", "{} {} is pinned to {}, which does not support it", op_name(node->op),
@@ -162,9 +170,9 @@ void Scheduler::build_splits(Graph &graph) {
         ContextParams{.mem_size = (1u << 16) + n * (2 * sizeof(Tensor) + 64 * sizeof(Tensor *)),
                       .no_alloc = true});
     for (Tensor *node : graph.node_list()) {
-        const int b = is_view_op(node) ? (splits_.empty() ? std::max(0, memory_backend(node))
-                                                          : splits_.back().backend)
-                                       : assigned_.at(node);
+        const int b = is_view_op(node->op) ? (splits_.empty() ? std::max(0, memory_backend(node))
+                                                              : splits_.back().backend)
+                                           : assigned_.at(node);
         if (splits_.empty() || splits_.back().backend != b) {
             splits_.emplace_back();
             splits_.back().backend = b;
@@ -176,7 +184,7 @@ void Scheduler::build_splits(Graph &graph) {
         BufferType &here = backends_[size_t(split.backend)]->default_buffer_type();
         std::map<const Tensor *, Tensor *> copy_of;
         for (Tensor *node : split.nodes) {
-            if (is_view_op(node)) continue;
+            if (is_view_op(node->op)) continue;
             for (int slot = 0; slot < kMaxSrc; ++slot) {
                 Tensor *s = node->src[slot];
                 if (s == nullptr) continue;

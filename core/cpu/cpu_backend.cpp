@@ -65,9 +65,8 @@ bool reads_repacked_bytes(const Tensor *node) {
 bool has_kernel(const Tensor *node) {
     if (reads_repacked_bytes(node)) return false;
     const Kernel &k = cpu::kernel_table()[size_t(node->op)];
-    const bool is_metadata_op = node->op == Op::view || node->op == Op::reshape ||
-                                node->op == Op::permute || node->op == Op::transpose;
-    return (k.compute != nullptr || is_metadata_op) && (k.supports == nullptr || k.supports(node));
+    return (k.compute != nullptr || is_view_op(node->op)) &&
+           (k.supports == nullptr || k.supports(node));
 }
 
 // The profile's key for a node: matrix products are told apart by their weights' type.
@@ -114,17 +113,28 @@ std::vector<std::span<Tensor *const>> plan_steps(const Graph &graph, const Kerne
 }  // namespace
 
 struct CpuBackend::Impl {
-    explicit Impl(int n) : pool(n) {}
+    Impl(int n, BufferType *memory) : pool(n), memory(memory) {}
     cpu::ThreadPool pool;
+    BufferType *memory;  // null: host memory and the repacked weights
     std::vector<std::byte> scratch;
     EvalCallback eval_callback;
     bool profiling = false;
     std::map<std::string, OpTime> profile;
 };
 
-CpuBackend::CpuBackend(int n_threads)
+CpuBackend::CpuBackend(int n_threads, BufferType *memory)
     : impl_(std::make_unique<Impl>(
-          n_threads > 0 ? n_threads : int(std::max(1u, std::thread::hardware_concurrency())))) {}
+          n_threads > 0 ? n_threads : int(std::max(1u, std::thread::hardware_concurrency())),
+          memory)) {}
+
+BufferType &CpuBackend::default_buffer_type() {
+    return impl_->memory != nullptr ? *impl_->memory : host_buffer_type();
+}
+
+bool CpuBackend::uses_buffer_type(const BufferType &type) {
+    if (impl_->memory != nullptr) return &type == impl_->memory;
+    return &type == &host_buffer_type() || &type == &cpu_repack_buffer_type();
+}
 
 CpuBackend::~CpuBackend() = default;
 

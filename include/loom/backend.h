@@ -72,6 +72,12 @@ class Backend {
     virtual ~Backend() = default;
     virtual const char *name() const = 0;
     virtual BufferType &default_buffer_type() = 0;
+    // Whether tensors in memory of `type` count as this backend's own: the scheduler runs the
+    // nodes that read them (weights) or write them (a KV cache) here. Its default type, and any
+    // other it reads in place (the CPU's repacked weights).
+    virtual bool uses_buffer_type(const BufferType &type) {
+        return &type == &default_buffer_type();
+    }
     virtual bool supports_op(const Tensor *node) const = 0;
     // Runs the nodes flagged to compute; throws loom::Error before running any if it cannot.
     virtual void graph_compute(const Graph &graph) = 0;

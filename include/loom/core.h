@@ -95,6 +95,10 @@ void build_forward_order(Graph *graph, Tensor *t);
 // ---------------------------------------------------------------------------------------------
 // Views: metadata only. The result aliases the source's memory.
 
+// Whether nodes of `op` only describe memory (view, reshape, permute, transpose): backends
+// compute nothing for them. cpy and set_rows also alias their destination, but write it.
+bool is_view_op(Op op);
+
 Tensor *view_1d(Context &ctx, Tensor *a, int64_t ne0, size_t offset);
 Tensor *view_2d(Context &ctx, Tensor *a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset);
 Tensor *view_3d(Context &ctx, Tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1,

@@ -12,8 +12,10 @@ namespace loom {
 
 class CpuBackend : public Backend {
   public:
-    // n_threads <= 0 means one per hardware thread.
-    explicit CpuBackend(int n_threads = 0);
+    // n_threads <= 0 means one per hardware thread. `memory`: the buffer type it calls its own;
+    // null for host memory and cpu_repack_buffer_type(). Another type (new_host_buffer_type)
+    // makes a second CPU backend stand in for a device in tests of the scheduler.
+    explicit CpuBackend(int n_threads = 0, BufferType *memory = nullptr);
     ~CpuBackend() override;
     CpuBackend(const CpuBackend &) = delete;
     CpuBackend &operator=(const CpuBackend &) = delete;
@@ -21,7 +23,8 @@ class CpuBackend : public Backend {
     int n_threads() const;
 
     const char *name() const override { return "CPU"; }
-    BufferType &default_buffer_type() override { return host_buffer_type(); }
+    BufferType &default_buffer_type() override;
+    bool uses_buffer_type(const BufferType &type) override;
     // True when a CPU kernel exists for this node's op, dtypes and layout.
     bool supports_op(const Tensor *node) const override;
     // Runs every node flagged to compute, in graph order. Checks first that each such node is

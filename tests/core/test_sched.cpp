@@ -156,6 +156,42 @@ TEST(Scheduler, PinnedNodeLandsWherePinned) {
     EXPECT_EQ(got, expected);
 }
 
+TEST(Scheduler, WeightsInTheCpusRepackedMemoryDrawTheirProductsToTheCpu) {
+    StandInDevice device({});
+    CpuBackend cpu(1);
+    Scheduler sched({&device, &cpu});  // the device first: it takes what nothing draws away
+    std::set<std::string> on_device;
+    run(sched,
+        {.weight_memory = &cpu_repack_buffer_type(), .device = &device, .on_device = &on_device});
+    EXPECT_FALSE(on_device.contains("h"));
+    EXPECT_FALSE(on_device.contains("y"));
+}
+
+// A cpy into a tensor in the device's memory (a KV cache there) runs on the device, even where
+// its neighbours run on the CPU: elsewhere it would write into a copy of its destination.
+TEST(Scheduler, WriteIntoMemoryRunsWhereTheMemoryIs) {
+    StandInDevice device({});
+    CpuBackend cpu(1);
+    Scheduler sched({&cpu, &device});  // the CPU first: nothing else draws nodes to the device
+    Context meta({.mem_size = 1u << 20, .no_alloc = true});
+    Graph *graph = new_graph(meta);
+    Tensor *cache = set_name(meta.new_tensor(DType::F32, {8, 4}), "cache");
+    std::unique_ptr<Buffer> memory = place_tensors(device.default_buffer_type(), {&cache, 1});
+    memory->clear(0);
+    Tensor *x = set_input(meta.new_tensor(DType::F32, {8}));
+    Tensor *row = view_1d(meta, cache, 8, 2 * cache->nb[1]);
+    Tensor *store = set_name(cpy(meta, tanh(meta, x), row), "store");
+    build_forward_expand(graph, store);
+    sched.allocate(*graph);
+    EXPECT_EQ(sched.tensor_backend(store), &device);
+    auto *xs = static_cast<float *>(x->data);
+    for (int i = 0; i < 8; ++i) xs[i] = 0.25f * float(i);
+    sched.compute(*graph);
+    const auto *c = static_cast<const float *>(cache->data);
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(c[16 + i], std::tanh(0.25f * float(i))) << i;
+    EXPECT_EQ(c[0], 0.0f);
+}
+
 TEST(Scheduler, NodeNoBackendSupportsIsAnErrorNamingIt) {
     StandInDevice device({Op::tanh});
     Scheduler sched({&device});
