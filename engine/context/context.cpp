@@ -20,6 +20,15 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// Each layer's K and V live where its weights are, with the backend that runs the layer.
+std::vector<BufferType *> layer_buffer_types(const Model &model) {
+    std::vector<BufferType *> types;
+    for (int64_t il = 0; il < model.hparams().n_layer; ++il) {
+        types.push_back(model.layer_buffer_type(il));
+    }
+    return types;
+}
+
 KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
     if (o.kv_type != DType::F32 && o.kv_type != DType::F16) {
         fail("context", "KV cache type {} is not supported (f32 or f16)", dtype_name(o.kv_type));
@@ -39,7 +48,8 @@ KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
             .k_only = model.hparams().is_mla,
             .n_stream = n_stream,
             .n_seq_max = o.n_seq_max,
-            .alibi = model.hparams().f_max_alibi_bias > 0.0f};
+            .alibi = model.hparams().f_max_alibi_bias > 0.0f,
+            .buffer_types = layer_buffer_types(model)};
 }
 
 // One KV cache for every layer, or, where some layers attend through a sliding window and others
@@ -71,6 +81,11 @@ ContextOptions checked(ContextOptions o) {
     return o;
 }
 
+std::vector<Backend *> with_cpu(std::vector<Backend *> backends, CpuBackend &cpu) {
+    backends.push_back(&cpu);
+    return backends;
+}
+
 }  // namespace
 
 int64_t whole_windows(int64_t n) {
@@ -83,7 +98,7 @@ Context::Context(const Model &model, const ContextOptions &options)
       options_(checked(options)),
       memory_(make_memory(model, options_)),
       backend_(options.n_threads),
-      allocator_(host_buffer_type()) {
+      scheduler_(with_cpu(options_.backends, backend_)) {
     options_.n_ctx = memory_->size();
 }
 
@@ -185,14 +200,14 @@ void Context::decode_ubatch(const Ubatch &u_in, UbatchMemory slots) {
         graph_ = std::make_unique<GraphResult>(kGraphArenaBytes);
         GraphContext g(params, *graph_);
         model_.arch().build_graph(g);
-        allocator_.allocate(*graph_->graph());
+        scheduler_.allocate(*graph_->graph());
         ++stats_.graph_builds;
     }
     graph_->set_inputs(std::move(params));
     stats_.build_seconds += seconds_since(start);
 
     const auto compute_start = std::chrono::steady_clock::now();
-    backend_.graph_compute(*graph_->graph());
+    scheduler_.compute(*graph_->graph());
     stats_.compute_seconds += seconds_since(compute_start);
 
     if (discard) return;
@@ -247,11 +262,11 @@ void Context::rotate_k(const KvCache &kv, const std::vector<int32_t> &deltas) {
                      rope_factors(model_, memory_->cache(0).cells_per_stream()));
         build_forward_expand(graph, cpy(ctx, rotated, heads));
     }
-    // Its plan may grow the allocator's buffer, which the kept graph's tensors point into.
+    // Its plan may grow the allocator's buffers, which the kept graph's tensors point into.
     graph_.reset();
-    allocator_.allocate(*graph);
+    scheduler_.allocate(*graph);
     std::memcpy(pos->data, deltas.data(), deltas.size() * sizeof(int32_t));
-    backend_.graph_compute(*graph);
+    scheduler_.compute(*graph);
 }
 
 }  // namespace loom::engine

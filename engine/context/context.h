@@ -1,6 +1,7 @@
 #pragma once
-// A model ready to decode: its memory of past tokens (KV caches), the compute backend and the
-// graph of the last ubatch (kept and reused while the next ubatch fits it).
+// A model ready to decode: its memory of past tokens (KV caches), the backends and the scheduler
+// that runs each graph over them, and the graph of the last ubatch (kept and reused while the
+// next ubatch fits it).
 #include <memory>
 #include <span>
 #include <vector>
@@ -9,8 +10,8 @@
 #include "engine/graph/graph_result.h"
 #include "engine/memory/memory.h"
 #include "engine/model/model.h"
-#include "loom/alloc.h"
 #include "loom/cpu.h"
+#include "loom/sched.h"
 
 namespace loom::engine {
 
@@ -36,6 +37,11 @@ struct ContextOptions {
     // grows with its padded tokens far more than the graph builds it saves cost
     // (docs/PERFORMANCE.md, "Graph reuse for prompts").
     bool pad_ubatches = false;
+    // Backends besides the context's own CPU backend, in priority order before it; the caller
+    // keeps them alive while the context lives. The scheduler runs a node where the memory of
+    // its weights is (the model's layer placement, ModelParams::layer_buffer_type), which is
+    // also where the context keeps that layer's KV cache.
+    std::vector<Backend *> backends;
 };
 
 // The smallest context that holds n tokens in whole attention windows (KvCache::kWindowPad
@@ -69,11 +75,14 @@ class Context {
     Memory &memory() { return *memory_; }
     const Memory &memory() const { return *memory_; }
     const DecodeStats &stats() const { return stats_; }
-    // Sees every node of every graph after it is computed (CpuBackend::set_eval_callback).
+    // Sees every node the context's CPU backend computes, after it is computed
+    // (CpuBackend::set_eval_callback).
     void set_eval_callback(CpuBackend::EvalCallback callback) {
         backend_.set_eval_callback(std::move(callback));
     }
     CpuBackend &backend() { return backend_; }
+    // How the last graph was split over the backends.
+    const SchedStats &sched_stats() const { return scheduler_.stats(); }
 
   private:
     void check(const Batch &batch) const;
@@ -86,7 +95,7 @@ class Context {
     ContextOptions options_;
     std::unique_ptr<Memory> memory_;
     CpuBackend backend_;
-    GraphAllocator allocator_;
+    Scheduler scheduler_;  // over options_.backends, then backend_
     std::unique_ptr<GraphResult> graph_;
     std::vector<float> logits_;
     int64_t n_outputs_ = 0;

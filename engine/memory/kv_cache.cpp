@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include "loom/error.h"
 
@@ -65,23 +66,37 @@ KvCache::KvCache(const HParams &hp, const KvCacheParams &params)
     const size_t n_tensors = 2 * layers_.size();
     ctx_ = std::make_unique<loom::Context>(
         ContextParams{.mem_size = n_tensors * 512 + 4096, .no_alloc = true});
-    std::vector<Tensor *> all;
+    std::map<BufferType *, std::vector<Tensor *>> by_type;
+    auto place = [&](Tensor *t, int64_t il) {
+        BufferType *type =
+            size_t(il) < params.buffer_types.size() ? params.buffer_types[size_t(il)] : nullptr;
+        by_type[type != nullptr ? type : &host_buffer_type()].push_back(t);
+    };
     const int64_t per = params.size / params.n_stream, ns = params.n_stream;
     for (const int64_t il : layers_) {
         Tensor *k = ctx_->new_tensor(params.type_k, {hp.n_embd_k_gqa(), per, ns});
         set_name(k, "cache_k_l" + std::to_string(il));
         k_.push_back(k);
-        all.push_back(k);
+        place(k, il);
         if (params.k_only) continue;
         Tensor *v = params.v_trans ? ctx_->new_tensor(params.type_v, {per, hp.n_embd_v_gqa(), ns})
                                    : ctx_->new_tensor(params.type_v, {hp.n_embd_v_gqa(), per, ns});
         set_name(v, "cache_v_l" + std::to_string(il));
         v_.push_back(v);
-        all.push_back(v);
+        place(v, il);
     }
-    buffer_ = place_tensors(host_buffer_type(), all);
-    // Cells outside every sequence are masked, but their (zero) values still enter the products.
-    buffer_->clear(0);
+    for (auto &[type, tensors] : by_type) {
+        buffers_.push_back(place_tensors(*type, tensors));
+        // Cells outside every sequence are masked, but their (zero) values still enter the
+        // products.
+        buffers_.back()->clear(0);
+    }
+}
+
+size_t KvCache::memory_bytes() const {
+    size_t bytes = 0;
+    for (const auto &b : buffers_) bytes += b->size();
+    return bytes;
 }
 
 void KvCache::check_seq(SeqId seq, const char *what) const {

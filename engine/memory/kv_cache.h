@@ -45,6 +45,9 @@ struct KvCacheParams {
     // ALiBi: the mask holds -|p1 - p0| where a token sees a cell, which the softmax scales by
     // each head's slope (HParams::f_max_alibi_bias), rather than 0.
     bool alibi = false;
+    // Per model layer, the memory its K and V live in: the memory of the backend that runs the
+    // layer (Model::layer_buffer_type). Null, or shorter than the layer count: host memory.
+    std::vector<BufferType *> buffer_types;
 };
 
 class KvCache : public Memory {
@@ -69,7 +72,7 @@ class KvCache : public Memory {
     bool seq_can_resume(SeqId seq, Pos p) const override;
     int64_t size() const override { return cells_.size(); }
     int64_t used() const override { return cells_.used(); }
-    size_t memory_bytes() const override { return buffer_ ? buffer_->size() : 0; }
+    size_t memory_bytes() const override;
 
     // The slots of ubatches on cells (a copy of this cache's, or its own), each applied to them
     // after it is found.
@@ -136,7 +139,7 @@ class KvCache : public Memory {
     bool has_shift_ = false;
     std::vector<int> index_;  // per model layer: its index in k_ / v_, or -1
     std::unique_ptr<loom::Context> ctx_;
-    std::unique_ptr<Buffer> buffer_;
+    std::vector<std::unique_ptr<Buffer>> buffers_;  // one per buffer type
     std::vector<Tensor *> k_, v_;
 };
 

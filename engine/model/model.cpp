@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -62,33 +63,54 @@ class LoadProgress {
     std::mutex mutex_;
 };
 
-// Moves the weights out of the file's mapping into one buffer of cpu_repack_buffer_type(): the
-// block formats the integer kernels use are repacked there, the others copied as they are, so
-// that every weight streamed per token lies in anonymous memory with huge pages (a file mapping
-// has 4 KiB pages: F16 generation 9.4 -> 11 tokens/s here). The small weights (norms, biases)
-// move too: where the page cache holds the file in 2 MiB folios the kernel maps a whole folio on
-// a fault, so each 8 KiB norm read from the mapping kept 2 MiB resident (+60 MB peak RSS on the
-// 1B Q5_0 file). Weights whose rows are looked up (token embeddings, tied or not) stay in the
-// mapping. Tensors are moved in parallel, largest first (so that no core is left with a big one
-// at the end), and each one's mapped pages are dropped once it has moved.
-std::unique_ptr<Buffer> move_weights(const WeightLoader &loader, const std::string &path,
-                                     bool progress) {
+// The layer number of a "blk.<n>.<name>" tensor, -1 for a tensor of no layer.
+int64_t layer_of(std::string_view name) {
+    if (!name.starts_with("blk.")) return -1;
+    int64_t n = 0;
+    size_t i = 4;
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && n < (int64_t(1) << 40); ++i) {
+        n = n * 10 + (name[i] - '0');
+    }
+    return i > 4 && i < name.size() && name[i] == '.' ? n : -1;
+}
+
+// Moves the weights out of the file's mapping: each into its layer's buffer type where one is
+// given (`layer_types`), the others into cpu_repack_buffer_type() where `repack` is set, one
+// buffer per type. There the block formats the integer kernels use are repacked, the others
+// copied as they are, so that every weight streamed per token lies in anonymous memory with huge
+// pages (a file mapping has 4 KiB pages: F16 generation 9.4 -> 11 tokens/s here). The small
+// weights (norms, biases) move too: where the page cache holds the file in 2 MiB folios the
+// kernel maps a whole folio on a fault, so each 8 KiB norm read from the mapping kept 2 MiB
+// resident (+60 MB peak RSS on the 1B Q5_0 file). Weights whose rows are looked up (token
+// embeddings, tied or not) stay in the mapping. Tensors are moved in parallel, largest first (so
+// that no core is left with a big one at the end), and each one's mapped pages are dropped once
+// it has moved.
+std::vector<std::unique_ptr<Buffer>> move_weights(const WeightLoader &loader,
+                                                  const std::vector<BufferType *> &layer_types,
+                                                  bool repack, const std::string &path,
+                                                  bool progress) {
     struct Move {
         Tensor *tensor;
         const void *source;
     };
     std::vector<Move> moves;
+    std::map<BufferType *, std::vector<Tensor *>> by_type;
     for (const std::vector<Tensor *> *list : {&loader.matrices(), &loader.other_weights()}) {
         for (Tensor *t : *list) {
             const auto &rows = loader.row_read();
             if (std::find(rows.begin(), rows.end(), t) != rows.end()) continue;
             if (t->data == nullptr) continue;  // already chosen: a weight listed twice
+            const int64_t il = layer_of(t->name);
+            BufferType *type =
+                il >= 0 && !layer_types.empty() ? layer_types.at(size_t(il)) : nullptr;
+            if (type == nullptr && !repack) continue;
+            by_type[type != nullptr ? type : &cpu_repack_buffer_type()].push_back(t);
             moves.push_back({t, t->data});
             t->data = nullptr;
             t->buffer = nullptr;
         }
     }
-    if (moves.empty()) return nullptr;
+    if (moves.empty()) return {};
     uint64_t total = 0;
     for (const Move &m : moves) total += m.tensor->nbytes();
     if (total > available_memory()) {
@@ -97,20 +119,19 @@ std::unique_ptr<Buffer> move_weights(const WeightLoader &loader, const std::stri
              "quantization of the model would fit)",
              path, gib(double(total)), gib(double(available_memory())));
     }
-    std::vector<Tensor *> chosen;
-    for (const Move &m : moves) chosen.push_back(m.tensor);
-    std::unique_ptr<Buffer> buffer = place_tensors(cpu_repack_buffer_type(), chosen);
+    std::vector<std::unique_ptr<Buffer>> buffers;
+    for (auto &[type, tensors] : by_type) buffers.push_back(place_tensors(*type, tensors));
     std::stable_sort(moves.begin(), moves.end(), [](const Move &a, const Move &b) {
         return a.tensor->nbytes() > b.tensor->nbytes();
     });
     LoadProgress shown(progress && total > kProgressBytes, total);
     run_tasks(moves.size(), std::thread::hardware_concurrency(), [&](size_t i) {
         const Move &m = moves[i];
-        buffer->set_tensor(m.tensor, m.source, 0, m.tensor->nbytes());
+        m.tensor->buffer->set_tensor(m.tensor, m.source, 0, m.tensor->nbytes());
         release_mapped_pages(m.source, m.tensor->nbytes());
         shown.add(m.tensor->nbytes());
     });
-    return buffer;
+    return buffers;
 }
 
 // Reads the tensors read by rows (the token embeddings) into the page cache now, without mapping
@@ -126,17 +147,6 @@ void prefetch_row_read(const WeightLoader &loader) {
         const auto end = reinterpret_cast<uintptr_t>(t->data) + t->nbytes();
         ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_WILLNEED);
     }
-}
-
-// The layer number of a "blk.<n>.<name>" tensor, -1 for a tensor of no layer.
-int64_t layer_of(std::string_view name) {
-    if (!name.starts_with("blk.")) return -1;
-    int64_t n = 0;
-    size_t i = 4;
-    for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && n < (int64_t(1) << 40); ++i) {
-        n = n * 10 + (name[i] - '0');
-    }
-    return i > 4 && i < name.size() && name[i] == '.' ? n : -1;
 }
 
 std::string first_names(const std::vector<std::string> &names) {
@@ -221,7 +231,13 @@ std::unique_ptr<Model> Model::load(const std::string &path, const ModelParams &p
         m->n_params_ += uint64_t(t.nelements());
         m->size_bytes_ += t.nbytes;
     }
-    if (params.repack) m->repacked_ = move_weights(loader, path, params.progress);
+    if (params.layer_buffer_type) {
+        for (int64_t il = 0; il < m->hp_.n_layer; ++il) {
+            m->layer_types_.push_back(params.layer_buffer_type(il));
+        }
+    }
+    m->weight_buffers_ =
+        move_weights(loader, m->layer_types_, params.repack, path, params.progress);
     prefetch_row_read(loader);
     return m;
 }

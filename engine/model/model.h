@@ -2,9 +2,11 @@
 // A model loaded from a GGUF file: hyperparameters, the architecture's descriptor, the vocabulary
 // and the weights. Weights stay in the file's read-only mapping, except the matrices of matrix
 // products, which are copied into cpu_repack_buffer_type() (huge pages; block formats with
-// integer kernels interleaved for them).
+// integer kernels interleaved for them), or into the memory of the backend that runs their layer.
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/model/arch.h"
 #include "engine/model/hparams.h"
@@ -18,6 +20,9 @@ namespace loom::engine {
 struct ModelParams {
     bool repack = true;    // copy the matrices out of the mapping, block formats interleaved
     bool progress = true;  // a progress bar on stderr while loading files over 100 MB
+    // The memory each layer's weights are copied into (null, or no function: the CPU's), e.g.
+    // another backend's for the layers it is to run; the weights of no layer stay with the CPU.
+    std::function<BufferType *(int64_t layer)> layer_buffer_type;
 };
 
 class Model {
@@ -31,6 +36,10 @@ class Model {
     const ModelWeights &weights() const { return weights_; }
     const Vocab &vocab() const { return *vocab_; }
     const gguf::File &file() const { return *file_; }
+    // Where layer il's weights are (ModelParams::layer_buffer_type); null: the CPU's memory.
+    BufferType *layer_buffer_type(int64_t il) const {
+        return layer_types_.empty() ? nullptr : layer_types_.at(size_t(il));
+    }
     uint64_t n_params() const { return n_params_; }
     uint64_t size_bytes() const { return size_bytes_; }
     // "<arch> <size> <type>" as llama-bench names a model, e.g. "llama 260K F32".
@@ -43,7 +52,8 @@ class Model {
     ModelWeights weights_;
     std::unique_ptr<gguf::File> file_;
     std::unique_ptr<loom::Context> tensors_;
-    std::unique_ptr<Buffer> repacked_;
+    std::vector<BufferType *> layer_types_;                // per layer, or empty: all the CPU's
+    std::vector<std::unique_ptr<Buffer>> weight_buffers_;  // weights moved out of the mapping
     std::unique_ptr<Vocab> vocab_;
     uint64_t n_params_ = 0;
     uint64_t size_bytes_ = 0;
