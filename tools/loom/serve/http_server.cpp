@@ -17,7 +17,7 @@
 #include "tools/loom/serve/metrics.h"
 #include "tools/loom/serve/request.h"
 #include "tools/loom/serve/responses.h"
-#include "tools/loom/serve/scheduler.h"
+#include "tools/loom/serve/slot_scheduler.h"
 
 namespace loom::serve {
 namespace {
@@ -64,7 +64,7 @@ struct HttpServer::Impl {
     std::atomic<bool> ready{false};
     std::atomic<bool> stop_requested{false};
     std::unique_ptr<engine::Model> model;
-    std::unique_ptr<Scheduler> scheduler;
+    std::unique_ptr<SlotScheduler> scheduler;
     std::string model_name;
     std::optional<engine::ChatFormatter> chat;  // the chat prompt's format, chosen at start-up
 
@@ -286,16 +286,16 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
                                                s.options.chat_format);
         if (!s.chat->warning().empty()) fmt::print(stderr, "loom serve: {}\n", s.chat->warning());
         fmt::print(stderr, "loom serve: chat template: {}\n", s.chat->description());
-        s.scheduler = std::make_unique<Scheduler>(
-            *s.model, SchedulerOptions{.n_parallel = s.options.n_parallel,
-                                       .n_ctx = s.options.n_ctx,
-                                       .n_batch = s.options.n_batch,
-                                       .n_threads = s.options.n_threads,
-                                       .flash_attn = s.options.flash_attn,
-                                       .kv_type = s.options.kv_type,
-                                       .max_queue = s.options.max_queue,
-                                       .context_shift = s.options.context_shift,
-                                       .n_keep = s.options.n_keep});
+        s.scheduler = std::make_unique<SlotScheduler>(
+            *s.model, SlotSchedulerOptions{.n_parallel = s.options.n_parallel,
+                                           .n_ctx = s.options.n_ctx,
+                                           .n_batch = s.options.n_batch,
+                                           .n_threads = s.options.n_threads,
+                                           .flash_attn = s.options.flash_attn,
+                                           .kv_type = s.options.kv_type,
+                                           .max_queue = s.options.max_queue,
+                                           .context_shift = s.options.context_shift,
+                                           .n_keep = s.options.n_keep});
     } catch (...) {
         end_listening();
         throw;

@@ -12,7 +12,7 @@ void add(std::string &out, const char *name, const char *type, const char *help,
 
 }  // namespace
 
-std::string prometheus_metrics(const SchedulerMetrics &m) {
+std::string prometheus_metrics(const SlotSchedulerMetrics &m) {
     std::string out;
     add(out, "prompt_tokens_total", "counter", "Prompt tokens processed.", double(m.prompt_tokens));
     add(out, "tokens_predicted_total", "counter", "Tokens generated.", double(m.generated_tokens));

@@ -2,10 +2,10 @@
 // GET /metrics: the scheduler's counters in Prometheus' text format.
 #include <string>
 
-#include "tools/loom/serve/scheduler.h"
+#include "tools/loom/serve/slot_scheduler.h"
 
 namespace loom::serve {
 
-std::string prometheus_metrics(const SchedulerMetrics &m);
+std::string prometheus_metrics(const SlotSchedulerMetrics &m);
 
 }  // namespace loom::serve

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/vocab/vocab.h"
-#include "tools/loom/serve/scheduler.h"
+#include "tools/loom/serve/slot_scheduler.h"
 
 namespace loom::serve {
 

@@ -22,7 +22,7 @@
 
 namespace loom::serve {
 
-struct SchedulerOptions {
+struct SlotSchedulerOptions {
     int n_parallel = 4;
     int64_t n_ctx = 4096;  // all slots together
     int64_t n_batch = 512;
@@ -70,7 +70,7 @@ class Task {
     bool cancelled() const;
 
   private:
-    friend class Scheduler;
+    friend class SlotScheduler;
     void push(Event e);
     mutable std::mutex mutex_;
     std::condition_variable ready_;
@@ -78,7 +78,7 @@ class Task {
     bool cancelled_ = false;
 };
 
-struct SchedulerMetrics {
+struct SlotSchedulerMetrics {
     int64_t prompt_tokens = 0, generated_tokens = 0;
     double prompt_seconds = 0.0, generation_seconds = 0.0;
     int64_t requests_processing = 0, requests_queued = 0, requests_total = 0;
@@ -86,19 +86,19 @@ struct SchedulerMetrics {
     int64_t context_shifts = 0;
 };
 
-class Scheduler {
+class SlotScheduler {
   public:
-    Scheduler(const engine::Model &model, const SchedulerOptions &options);
-    ~Scheduler();  // shutdown()
+    SlotScheduler(const engine::Model &model, const SlotSchedulerOptions &options);
+    ~SlotScheduler();  // shutdown()
     // Stops the loop: unfinished and queued jobs end with an error event. Idempotent.
     void shutdown();
-    Scheduler(const Scheduler &) = delete;
-    Scheduler &operator=(const Scheduler &) = delete;
+    SlotScheduler(const SlotScheduler &) = delete;
+    SlotScheduler &operator=(const SlotScheduler &) = delete;
 
     // Queues a job; null when the queue is full (the caller answers 503).
     std::shared_ptr<Task> submit(Job job);
     int64_t slot_context() const { return slot_ctx_; }
-    SchedulerMetrics metrics() const;
+    SlotSchedulerMetrics metrics() const;
 
   private:
     struct Slot;
@@ -109,7 +109,7 @@ class Scheduler {
     void after_decode(Slot &slot, std::span<const float> logits);
 
     const engine::Model &model_;
-    SchedulerOptions options_;
+    SlotSchedulerOptions options_;
     int64_t slot_ctx_;
     engine::Context ctx_;
     std::vector<std::unique_ptr<Slot>> slots_;
@@ -117,7 +117,7 @@ class Scheduler {
     mutable std::mutex mutex_;
     std::condition_variable work_;
     bool stopping_ = false;
-    SchedulerMetrics metrics_;
+    SlotSchedulerMetrics metrics_;
     std::mutex join_mutex_;
     std::thread thread_;
 };

@@ -1,4 +1,4 @@
-#include "tools/loom/serve/scheduler.h"
+#include "tools/loom/serve/slot_scheduler.h"
 
 #include <algorithm>
 #include <cmath>
@@ -37,7 +37,7 @@ void Task::push(Event e) {
     ready_.notify_one();
 }
 
-struct Scheduler::Slot {
+struct SlotScheduler::Slot {
     int id = 0;
     std::shared_ptr<Task> task;  // null while free
     Job job;
@@ -59,7 +59,7 @@ namespace {
 // Cells per slot: an equal share of --ctx-size, at most the context the model's positions are
 // meant for (its training context, or more with YaRN): positions past it are refused by models
 // with learned positions, and degrade the others.
-int64_t slot_cells(const engine::Model &model, const SchedulerOptions &o) {
+int64_t slot_cells(const engine::Model &model, const SlotSchedulerOptions &o) {
     int64_t per_slot = o.n_ctx / std::max(1, o.n_parallel);
     per_slot = std::min(per_slot, model.hparams().n_ctx_max());
     // A slot must hold a prompt and room to answer.
@@ -72,7 +72,7 @@ int64_t slot_cells(const engine::Model &model, const SchedulerOptions &o) {
     return per_slot;
 }
 
-engine::ContextOptions context_options(const SchedulerOptions &o, int64_t slot_ctx) {
+engine::ContextOptions context_options(const SlotSchedulerOptions &o, int64_t slot_ctx) {
     return {.n_ctx = slot_ctx * o.n_parallel,
             .n_batch = o.n_batch,
             .n_ubatch = std::min<int64_t>(o.n_batch, 512),
@@ -107,7 +107,7 @@ void log_probabilities(std::span<const float> logits, int32_t token, int n, Even
 
 }  // namespace
 
-Scheduler::Scheduler(const engine::Model &model, const SchedulerOptions &options)
+SlotScheduler::SlotScheduler(const engine::Model &model, const SlotSchedulerOptions &options)
     : model_(model),
       options_(options),
       slot_ctx_(slot_cells(model, options)),
@@ -121,11 +121,11 @@ Scheduler::Scheduler(const engine::Model &model, const SchedulerOptions &options
     thread_ = std::thread([this] { loop(); });
 }
 
-Scheduler::~Scheduler() {
+SlotScheduler::~SlotScheduler() {
     shutdown();
 }
 
-void Scheduler::shutdown() {
+void SlotScheduler::shutdown() {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
@@ -135,7 +135,7 @@ void Scheduler::shutdown() {
     if (thread_.joinable()) thread_.join();
 }
 
-std::shared_ptr<Task> Scheduler::submit(Job job) {
+std::shared_ptr<Task> SlotScheduler::submit(Job job) {
     std::lock_guard lock(mutex_);
     if (stopping_) return nullptr;  // the loop is gone: nothing would answer
     // Queued jobs take the free slots first; max_queue more may wait.
@@ -149,12 +149,12 @@ std::shared_ptr<Task> Scheduler::submit(Job job) {
     return task;
 }
 
-SchedulerMetrics Scheduler::metrics() const {
+SlotSchedulerMetrics SlotScheduler::metrics() const {
     std::lock_guard lock(mutex_);
     return metrics_;
 }
 
-void Scheduler::start_queued() {
+void SlotScheduler::start_queued() {
     for (auto &slot : slots_) {
         if (queue_.empty()) break;
         if (slot->busy()) continue;
@@ -186,7 +186,7 @@ void Scheduler::start_queued() {
     metrics_.requests_queued = int64_t(queue_.size());
 }
 
-void Scheduler::loop() {
+void SlotScheduler::loop() {
     std::unique_lock lock(mutex_);
     while (!stopping_) {
         start_queued();
@@ -210,7 +210,7 @@ void Scheduler::loop() {
     queue_.clear();
 }
 
-void Scheduler::finish(Slot &slot, std::string reason, std::string error) {
+void SlotScheduler::finish(Slot &slot, std::string reason, std::string error) {
     Event e;
     e.text = error.empty() ? slot.text.finish() : std::string();
     e.done = true;
@@ -223,7 +223,7 @@ void Scheduler::finish(Slot &slot, std::string reason, std::string error) {
     ctx_.memory().seq_rm(slot.id, 0, -1);
 }
 
-void Scheduler::after_decode(Slot &slot, std::span<const float> logits) {
+void SlotScheduler::after_decode(Slot &slot, std::span<const float> logits) {
     const int32_t token = slot.sampler->sample(logits);
     slot.sampler->accept(token);
     const engine::Vocab &vocab = model_.vocab();
@@ -250,7 +250,7 @@ void Scheduler::after_decode(Slot &slot, std::span<const float> logits) {
     slot.next_token = token;
 }
 
-void Scheduler::step(std::unique_lock<std::mutex> &lock) {
+void SlotScheduler::step(std::unique_lock<std::mutex> &lock) {
     for (auto &slot : slots_) {
         if (slot->busy() && slot->task->cancelled()) finish(*slot, "stop", "cancelled");
     }

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "loom/error.h"
-#include "tools/loom/serve/scheduler.h"
+#include "tools/loom/serve/slot_scheduler.h"
 
 namespace loom::serve {
 namespace {
@@ -59,13 +59,13 @@ const std::vector<std::string> kPrompts = {"Once upon a time",   "The cat",     
                                            "One day, a big dog", "The sun was",  "Sara had a",
                                            "In the park",        "A little bird"};
 
-TEST(Scheduler, AnswersDoNotDependOnTheOtherSlots) {
+TEST(SlotScheduler, AnswersDoNotDependOnTheOtherSlots) {
     std::vector<std::string> alone;
     {
-        Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 256});
+        SlotScheduler s(stories(), {.n_parallel = 1, .n_ctx = 256});
         for (const auto &p : kPrompts) alone.push_back(wait(*s.submit(greedy_job(p, 24))).text);
     }
-    Scheduler s(stories(), {.n_parallel = 4, .n_ctx = 1024, .n_batch = 16});
+    SlotScheduler s(stories(), {.n_parallel = 4, .n_ctx = 1024, .n_batch = 16});
     std::vector<std::shared_ptr<Task>> tasks;
     for (const auto &p : kPrompts) tasks.push_back(s.submit(greedy_job(p, 24)));
     for (size_t i = 0; i < tasks.size(); ++i) {
@@ -75,13 +75,13 @@ TEST(Scheduler, AnswersDoNotDependOnTheOtherSlots) {
         EXPECT_EQ(r.finish_reason, "length");
         EXPECT_EQ(r.n_generated, 24);
     }
-    const SchedulerMetrics m = s.metrics();
+    const SlotSchedulerMetrics m = s.metrics();
     EXPECT_EQ(m.requests_total, 8);
     EXPECT_EQ(m.kv_cells_used, 0);  // every sequence left the cache
 }
 
-TEST(Scheduler, CancelledJobFreesItsSlot) {
-    Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 512});
+TEST(SlotScheduler, CancelledJobFreesItsSlot) {
+    SlotScheduler s(stories(), {.n_parallel = 1, .n_ctx = 512});
     auto long_job = s.submit(greedy_job("Once upon a time", 400));
     Event first;
     ASSERT_TRUE(long_job->next(first, std::chrono::seconds(30)));
@@ -95,8 +95,8 @@ TEST(Scheduler, CancelledJobFreesItsSlot) {
     EXPECT_EQ(s.metrics().requests_processing, 0);
 }
 
-TEST(Scheduler, RefusesOverTheQueueLimit) {
-    Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 512, .max_queue = 1});
+TEST(SlotScheduler, RefusesOverTheQueueLimit) {
+    SlotScheduler s(stories(), {.n_parallel = 1, .n_ctx = 512, .max_queue = 1});
     std::vector<std::shared_ptr<Task>> accepted;
     int refused = 0;
     for (int i = 0; i < 6; ++i) {
@@ -112,8 +112,8 @@ TEST(Scheduler, RefusesOverTheQueueLimit) {
     for (auto &t : accepted) wait(*t);
 }
 
-TEST(Scheduler, StopStringEndsTheAnswerBeforeIt) {
-    Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 256});
+TEST(SlotScheduler, StopStringEndsTheAnswerBeforeIt) {
+    SlotScheduler s(stories(), {.n_parallel = 1, .n_ctx = 256});
     const std::string full = wait(*s.submit(greedy_job("Once upon a time", 16))).text;
     const size_t cut = full.find(" was");
     ASSERT_NE(cut, std::string::npos) << full;
@@ -124,8 +124,8 @@ TEST(Scheduler, StopStringEndsTheAnswerBeforeIt) {
     EXPECT_EQ(r.finish_reason, "stop");
 }
 
-TEST(Scheduler, ContextEndIsALengthFinish) {
-    Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 16});
+TEST(SlotScheduler, ContextEndIsALengthFinish) {
+    SlotScheduler s(stories(), {.n_parallel = 1, .n_ctx = 16});
     const Result r = wait(*s.submit(greedy_job("Once upon a time", -1)));
     EXPECT_EQ(r.finish_reason, "length");
     EXPECT_GT(r.n_generated, 0);
@@ -134,15 +134,15 @@ TEST(Scheduler, ContextEndIsALengthFinish) {
 // With --context-shift the slot drops the older half of its tokens after BOS and n_keep and goes
 // on: the answer runs to max_tokens, past the slot's 16 cells, and until the first shift it is
 // the answer of a slot with room to spare.
-TEST(Scheduler, ContextShiftGoesOnPastTheSlotsContext) {
+TEST(SlotScheduler, ContextShiftGoesOnPastTheSlotsContext) {
     Job job = greedy_job("Once upon a time", 40);
     job.top_logprobs = 0;
     const size_t n_prompt = job.prompt.size();
-    Scheduler roomy(stories(), {.n_parallel = 1, .n_ctx = 256});
+    SlotScheduler roomy(stories(), {.n_parallel = 1, .n_ctx = 256});
     const Result reference = wait(*roomy.submit(job));
     ASSERT_EQ(reference.n_generated, 40) << "the story ends early: pick a longer one";
 
-    Scheduler s(stories(), {.n_parallel = 1, .n_ctx = 16, .context_shift = true, .n_keep = 1});
+    SlotScheduler s(stories(), {.n_parallel = 1, .n_ctx = 16, .context_shift = true, .n_keep = 1});
     const Result r = wait(*s.submit(job));
     EXPECT_EQ(r.finish_reason, "length");
     EXPECT_EQ(r.n_generated, 40);
@@ -154,12 +154,12 @@ TEST(Scheduler, ContextShiftGoesOnPastTheSlotsContext) {
 }
 
 // GPT-2's learned positions cannot move: the server refuses to start rather than shift wrongly.
-TEST(Scheduler, ContextShiftNeedsRotaryPositions) {
+TEST(SlotScheduler, ContextShiftNeedsRotaryPositions) {
     const auto path =
         std::filesystem::path(LOOM_SOURCE_DIR).parent_path() / "shared/fixtures/gpt2/model.gguf";
     const auto gpt2 = engine::Model::load(path.string());
     try {
-        Scheduler s(*gpt2, {.n_parallel = 1, .n_ctx = 64, .context_shift = true});
+        SlotScheduler s(*gpt2, {.n_parallel = 1, .n_ctx = 64, .context_shift = true});
         FAIL() << "a context shift was accepted for learned positions";
     } catch (const Error &e) {
         EXPECT_NE(std::string(e.what()).find("rotary"), std::string::npos) << e.what();
