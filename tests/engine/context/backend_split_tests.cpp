@@ -75,28 +75,34 @@ TEST_P(ContextBackends, LayersOnASecondBackendChangeNoBit) {
 
     const std::vector<int32_t> prompt(f.tokens.begin(),
                                       f.tokens.begin() + std::min<size_t>(f.tokens.size(), 24));
-    Context one(*all_cpu, {.n_ctx = 256, .n_threads = 2});
-    Context two(*split, {.n_ctx = 256, .n_threads = 2, .backends = {&device}});
-    const auto expected = run(one, prompt);
-    const auto got = run(two, prompt);
-    ASSERT_EQ(got.size(), expected.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-        EXPECT_TRUE(bit_identical(got[i], expected[i])) << "step " << i;
-    }
-    EXPECT_EQ(one.sched_stats().n_splits, 1u);
-    EXPECT_EQ(one.sched_stats().n_copies, 0u);
-    // At least a split per layer, and the residual stream crosses at every boundary.
-    EXPECT_GE(two.sched_stats().n_splits, size_t(hp.n_layer));
-    EXPECT_GE(two.sched_stats().n_copies, size_t(hp.n_layer - 1));
-    EXPECT_GT(two.sched_stats().copied_bytes, 0u);
-    // K and V of the device's layers live in its memory.
-    const KvCache &kv = two.memory().cache(0);
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-        EXPECT_EQ(&kv.k(il)->buffer->type() == device_memory.get(), il % 2 == 1) << "layer " << il;
+    for (const bool flash : {false, true}) {
+        Context one(*all_cpu, {.n_ctx = 256, .n_threads = 2, .flash_attn = flash});
+        Context two(*split,
+                    {.n_ctx = 256, .n_threads = 2, .flash_attn = flash, .backends = {&device}});
+        const auto expected = run(one, prompt);
+        const auto got = run(two, prompt);
+        ASSERT_EQ(got.size(), expected.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+            EXPECT_TRUE(bit_identical(got[i], expected[i])) << "step " << i << ", flash " << flash;
+        }
+        EXPECT_EQ(one.sched_stats().n_splits, 1u);
+        EXPECT_EQ(one.sched_stats().n_copies, 0u);
+        // At least a split per layer, and the residual stream crosses at every boundary.
+        EXPECT_GE(two.sched_stats().n_splits, size_t(hp.n_layer));
+        EXPECT_GE(two.sched_stats().n_copies, size_t(hp.n_layer - 1));
+        EXPECT_GT(two.sched_stats().copied_bytes, 0u);
+        // K and V of the device's layers live in its memory.
+        for (int64_t il = 0; il < hp.n_layer; ++il) {
+            const KvCache &kv = two.memory().cache(two.memory().cache_of_layer(il));
+            EXPECT_EQ(&kv.k(il)->buffer->type() == device_memory.get(), il % 2 == 1)
+                << "layer " << il;
+        }
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ContextBackends, ::testing::Values("stories260K", "llama-moe"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, ContextBackends,
+                         ::testing::Values("stories260K", "llama-moe", "gemma2", "gemma3",
+                                           "deepseek2", "gpt-oss", "qwen2-yarn"));
 
 }  // namespace
 }  // namespace loom::engine
