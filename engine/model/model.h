@@ -21,7 +21,8 @@ struct ModelParams {
     bool repack = true;    // copy the matrices out of the mapping, block formats interleaved
     bool progress = true;  // a progress bar on stderr while loading files over 100 MB
     // The memory each layer's weights are copied into (null, or no function: the CPU's), e.g.
-    // another backend's for the layers it is to run; the weights of no layer stay with the CPU.
+    // another backend's for the layers it is to run (the types outlive the model); the weights of
+    // no layer stay with the CPU.
     std::function<BufferType *(int64_t layer)> layer_buffer_type;
 };
 
