@@ -7,6 +7,7 @@
 #include "engine/context/ubatch_padding.h"
 #include "engine/graph/graph_context.h"
 #include "engine/memory/kv_cache_iswa.h"
+#include "engine/memory/state_io.h"
 #include "engine/model/rope.h"
 #include "loom/error.h"
 
@@ -225,6 +226,41 @@ std::span<const float> Context::logits(int64_t i) const {
     }
     const int64_t n_vocab = model_.hparams().n_vocab;
     return {logits_.data() + i * n_vocab, size_t(n_vocab)};
+}
+
+std::vector<std::byte> Context::save_seq(SeqId seq) {
+    apply_kv_shift();
+    StateWriter out;
+    out.put(uint32_t(memory_->n_caches()));
+    for (int i = 0; i < memory_->n_caches(); ++i) memory_->cache(i).write_seq(seq, out);
+    return out.take();
+}
+
+void Context::load_seq(SeqId seq, std::span<const std::byte> bytes, std::string_view what) {
+    if (seq < 0 || seq >= options_.n_seq_max) {
+        fail("state", "sequence id {} is outside 0..{}", seq, options_.n_seq_max - 1);
+    }
+    // Every cache's cells are read and checked before any cache changes.
+    StateReader in(bytes, what);
+    const auto n_caches = in.get<uint32_t>();
+    if (int64_t(n_caches) != memory_->n_caches()) {
+        fail("state", "{}: {} KV caches saved, this context has {} (another model)", what, n_caches,
+             memory_->n_caches());
+    }
+    std::vector<KvCache::SavedCells> saved;
+    for (int i = 0; i < memory_->n_caches(); ++i) saved.push_back(memory_->cache(i).read_saved(in));
+    if (!in.at_end()) {
+        fail("state", "{}: {} bytes after the sequence's state", what, bytes.size() - in.offset());
+    }
+    apply_kv_shift();
+    try {
+        for (int i = 0; i < memory_->n_caches(); ++i) {
+            memory_->cache(i).place_saved(seq, saved[size_t(i)], what);
+        }
+    } catch (...) {
+        memory_->seq_rm(seq, 0, -1);
+        throw;
+    }
 }
 
 void Context::apply_kv_shift() {

@@ -4,6 +4,7 @@
 // next ubatch fits it).
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "engine/context/batch.h"
@@ -68,6 +69,14 @@ class Context {
     // Logits of the i-th flagged token of the last batch (in batch order): n_vocab floats.
     std::span<const float> logits(int64_t i) const;
     int64_t n_outputs() const { return n_outputs_; }
+
+    // Sequence seq's memory as bytes: every cache's cells, positions, K and V (pending shifts
+    // applied first). load_seq puts such bytes back in place of what the sequence holds:
+    // loom::Error("[state] <what>: ...") for bytes of another model shape or KV type or truncated
+    // ones (the sequence is left as it was), or more cells than the context has room for (the
+    // sequence is left empty).
+    std::vector<std::byte> save_seq(SeqId seq);
+    void load_seq(SeqId seq, std::span<const std::byte> bytes, std::string_view what);
 
     const Model &model() const { return model_; }
     const ContextOptions &options() const { return options_; }

@@ -183,17 +183,19 @@ void KvCache::copy_cell(int32_t from, int32_t to) {
                         v_[i]->nb[1]);
             continue;
         }
-        // V^T: one element per row of V, in the rows of the cell's stream
         const size_t elt = traits(v_[i]->type).type_size;
-        const int64_t per = cells_per_stream();
-        const auto element = [&](int32_t cell, int64_t d) {
-            return v + size_t(cell / per) * v_[i]->nb[2] + size_t(d) * v_[i]->nb[1] +
-                   size_t(cell % per) * elt;
-        };
         for (int64_t d = 0; d < v_[i]->ne[1]; ++d) {
-            std::memcpy(element(to, d), element(from, d), elt);
+            std::memcpy(v_trans_element(i, to, d), v_trans_element(i, from, d), elt);
         }
     }
+}
+
+// V^T: one element per row of V, in the rows of the cell's stream.
+std::byte *KvCache::v_trans_element(size_t i, int32_t cell, int64_t d) const {
+    const Tensor *v = v_[i];
+    const int64_t per = cells_per_stream();
+    return static_cast<std::byte *>(v->data) + size_t(cell / per) * v->nb[2] +
+           size_t(d) * v->nb[1] + size_t(cell % per) * traits(v->type).type_size;
 }
 
 void KvCache::seq_keep(SeqId seq) {

@@ -14,10 +14,12 @@
 // stream s is s * per + c.
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "engine/memory/kv_cells.h"
 #include "engine/memory/memory.h"
+#include "engine/memory/state_io.h"
 #include "engine/model/hparams.h"
 #include "loom/backend.h"
 #include "loom/core.h"
@@ -96,6 +98,20 @@ class KvCache : public Memory {
     // masked cells weigh exactly 0.
     static constexpr int64_t kWindowPad = 32;
 
+    // Sequence seq's cells (positions) and their K and V rows, every layer, V as one row per
+    // cell whether stored transposed or not. Pending shifts must be applied first.
+    void write_seq(SeqId seq, StateWriter &out) const;
+    // What write_seq wrote, read and checked without changing anything: loom::Error("[state]
+    // ...") for bytes of another cache shape or KV type, or truncated ones.
+    struct SavedCells {
+        std::vector<Pos> positions;   // ascending
+        std::vector<std::byte> rows;  // per layer: the cells' K rows, then their V rows
+    };
+    SavedCells read_saved(StateReader &in) const;
+    // Replaces what sequence seq holds with the saved cells; loom::Error("[state] ...") when its
+    // stream has no room for them (the sequence is then left empty).
+    void place_saved(SeqId seq, const SavedCells &saved, std::string_view what);
+
     // Position shifts waiting to be applied to K (by rotating it by the difference).
     bool has_shift() const { return has_shift_; }
     // Per-cell position deltas since the last shift, and clears them.
@@ -131,6 +147,8 @@ class KvCache : public Memory {
     void check_seq(SeqId seq, const char *what) const;
     // Copies cell `from`'s K and V, every layer, into cell `to`.
     void copy_cell(int32_t from, int32_t to);
+    // Element d of cell `cell`'s V row in layer index i, where V is stored transposed.
+    std::byte *v_trans_element(size_t i, int32_t cell, int64_t d) const;
 
     HParams hp_;
     KvCacheParams params_;

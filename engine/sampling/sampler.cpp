@@ -2,6 +2,7 @@
 #include "engine/sampling/sampler.h"
 
 #include <cmath>
+#include <sstream>
 
 #include "engine/sampling/stages.h"
 #include "loom/error.h"
@@ -80,6 +81,20 @@ int32_t Sampler::draw() {
     double mass = data[0].p;
     while (mass <= target && i + 1 < data.size()) mass += data[++i].p;
     return data[i].id;
+}
+
+std::string Sampler::rng_state() const {
+    std::ostringstream out;
+    out << rng_;
+    return out.str();
+}
+
+void Sampler::set_rng_state(const std::string &state) {
+    std::istringstream in(state);
+    std::mt19937 rng;
+    in >> rng;
+    if (in.fail()) fail("state", "the saved sampler state is not a generator's");
+    rng_ = rng;
 }
 
 }  // namespace loom::engine

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <string>
 
 #include "engine/sampling/candidates.h"
 #include "engine/sampling/penalties.h"
@@ -51,6 +52,10 @@ class Sampler {
 
     const SamplingParams &params() const { return params_; }
     uint64_t seed() const { return seed_; }  // the seed in use, random or not
+    // The draw's generator as text, and back: a saved sequence resumes the same draws.
+    // set_rng_state throws loom::Error("[state] ...") for text that is not one.
+    std::string rng_state() const;
+    void set_rng_state(const std::string &state);
 
   private:
     int32_t draw();
