@@ -77,6 +77,36 @@ expect_error "^loom run: error: \[run\] --system-prompt needs a chat template" -
 expect_error "^loom run: error: \[run\] --raw sends the prompt as it is" -m "$model" -p "Once" \
     --raw --chat-template chatml
 
+# --prompt-cache: the prompt's cells are saved after it; the same prompt again decodes only its
+# last token (for its logits), a longer one only what it adds, and both print what a run without
+# the cache prints. A file of another model (here: the same weights under another header),
+# another KV type, or a truncated one is refused with a message.
+pc="$tmp/prompt.cache"
+"$loom" run -m "$model" -p "Once upon a time there was" -n 12 --temp 0 --prompt-cache "$pc" \
+    >"$tmp/pc1" 2>"$tmp/err" || fail "first --prompt-cache run: $(cat "$tmp/err")"
+grep -q "prompt cache $pc: not there yet; saved after the prompt" "$tmp/err" ||
+    fail "first --prompt-cache run: $(cat "$tmp/err")"
+[ -s "$pc" ] || fail "--prompt-cache wrote no file"
+"$loom" run -m "$model" -p "Once upon a time there was" -n 12 --temp 0 --prompt-cache "$pc" \
+    >"$tmp/pc2" 2>"$tmp/err" || fail "second --prompt-cache run: $(cat "$tmp/err")"
+grep -q "prompt cache $pc: 6 of the prompt's 7 tokens reused" "$tmp/err" ||
+    fail "second --prompt-cache run: $(cat "$tmp/err")"
+grep -Eq "prompt eval time = .* ms / +1 tokens" "$tmp/err" || fail "prompt decoded again: $(cat "$tmp/err")"
+cmp -s "$tmp/pc1" "$tmp/pc2" || fail "the cached prompt changed the text: $(cat "$tmp/pc2")"
+"$loom" run -m "$model" -p "Once upon a time there was a dog" -n 12 --temp 0 --prompt-cache "$pc" \
+    >"$tmp/pc3" 2>"$tmp/err" || fail "longer prompt: $(cat "$tmp/err")"
+grep -q "prompt cache $pc: 7 of the prompt's 10 tokens reused" "$tmp/err" ||
+    fail "longer prompt: $(cat "$tmp/err")"
+"$loom" run -m "$model" -p "Once upon a time there was a dog" -n 12 --temp 0 >"$tmp/pc4" 2>/dev/null
+cmp -s "$tmp/pc3" "$tmp/pc4" || fail "with the cache: '$(cat "$tmp/pc3")', without: '$(cat "$tmp/pc4")'"
+expect_error "^loom run: error: \[state\] $pc: saved with another model" -m "$tmp/chat.gguf" --raw \
+    -p "Once" -n 1 --prompt-cache "$pc"
+expect_error "^loom run: error: \[state\] $pc: its KV cache is .*another KV type" -m "$model" \
+    --kv-type f32 -p "Once" -n 1 --prompt-cache "$pc"
+head -c 2000 "$pc" >"$tmp/truncated.cache"
+expect_error "^loom run: error: \[state\] $tmp/truncated.cache is truncated" -m "$model" -p "Once" \
+    -n 1 --prompt-cache "$tmp/truncated.cache"
+
 # Ctrl-C while generating: the timings so far, "interrupted", and exit code 130. A generated
 # model of 4,096 trained positions generates long enough to be interrupted.
 "$loom" gguf synth --type F32 --n-vocab 2000 --n-embd 512 --n-layer 4 --n-head 8 --n-head-kv 4 \

@@ -1,9 +1,12 @@
 // `loom run -m MODEL -p PROMPT [-n N] [sampling options] [-c C] [--ignore-eos] [--no-repack]
-//           [--raw | --chat-template NAME | --chat-template-file T.jinja] [--system-prompt S]`:
+//           [--raw | --chat-template NAME | --chat-template-file T.jinja] [--system-prompt S]
+//           [--prompt-cache FILE]`:
 // generates text after a prompt, streaming each piece to stdout, then prints the load, prompt and
 // generation timings on stderr. As llama-cli and ollama do, a model with a chat template gets
 // the prompt as a user's message in its own format (and only the answer is printed); a model
-// without one, or --raw, gets the prompt as it is, echoed before the continuation.
+// without one, or --raw, gets the prompt as it is, echoed before the continuation. With
+// --prompt-cache (llama-cli's), the prompt's KV cells are saved after it is decoded, and a later
+// run whose prompt starts the same way decodes only the rest.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +14,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
@@ -19,6 +23,7 @@
 #include "engine/chat/chat_formatter.h"
 #include "engine/context/context.h"
 #include "engine/context/context_shift.h"
+#include "engine/context/sequence_state.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
 #include "loom/error.h"
@@ -44,6 +49,7 @@ struct RunOptions {
     bool raw = false;  // the prompt as it is, even where the model has a chat template
     engine::ChatFormatChoice chat_format;
     std::string system_prompt;
+    std::string prompt_cache;  // a sequence file (engine/context/sequence_state.h), or none
 };
 
 using Clock = std::chrono::steady_clock;
@@ -69,11 +75,11 @@ void on_interrupt(int) {
     interrupted = 1;
 }
 
-// Decodes the prompt in batches of at most n_batch tokens; only the last token wants logits.
-// Ctrl-C stops it between batches.
-void decode_prompt(engine::Context &ctx, std::span<const int32_t> tokens) {
+// Decodes the prompt from token `first` on (those before are in the cache) in batches of at most
+// n_batch tokens; only the last token wants logits. Ctrl-C stops it between batches.
+void decode_prompt(engine::Context &ctx, std::span<const int32_t> tokens, int64_t first) {
     const auto n = int64_t(tokens.size());
-    for (int64_t start = 0; start < n && !interrupted; start += ctx.options().n_batch) {
+    for (int64_t start = first; start < n && !interrupted; start += ctx.options().n_batch) {
         const int64_t end = std::min(n, start + ctx.options().n_batch);
         engine::Batch batch;
         for (int64_t i = start; i < end; ++i) {
@@ -81,6 +87,32 @@ void decode_prompt(engine::Context &ctx, std::span<const int32_t> tokens) {
         }
         ctx.decode(batch);
     }
+}
+
+// --prompt-cache: sequence 0 takes the file's cells as far as its tokens match the prompt's, but
+// never the last prompt token's (decoded again for its logits). Returns how many prompt tokens
+// are cached: 0 where the file is not there yet. The file's generator replaces the sampler's
+// where no --seed was given, so that a rerun draws what the saved run drew.
+int64_t restore_prompt_cache(const std::string &path, engine::Context &ctx,
+                             engine::Sampler &sampler, std::span<const int32_t> prompt,
+                             bool restore_rng, bool &prompt_saved) {
+    prompt_saved = false;
+    if (!std::filesystem::exists(path)) {
+        fmt::print(stderr, "loom run: prompt cache {}: not there yet; saved after the prompt\n",
+                   path);
+        return 0;
+    }
+    const engine::SequenceState saved = engine::load_sequence(path, ctx, 0);
+    size_t n = 0;
+    while (n < saved.tokens.size() && n < prompt.size() && saved.tokens[n] == prompt[n]) ++n;
+    n = std::min(n, prompt.size() - 1);
+    if (!ctx.memory().seq_can_resume(0, engine::Pos(n))) n = 0;  // a window let part of it go
+    ctx.memory().seq_rm(0, engine::Pos(n), -1);
+    if (restore_rng && n > 0 && !saved.rng.empty()) sampler.set_rng_state(saved.rng);
+    prompt_saved = saved.tokens.size() == prompt.size() && n + 1 == prompt.size();
+    fmt::print(stderr, "loom run: prompt cache {}: {} of the prompt's {} tokens reused\n", path, n,
+               prompt.size());
+    return int64_t(n);
 }
 
 void print_piece(const std::string &piece) {
@@ -164,8 +196,18 @@ bool run_generation(const RunOptions &options) {
     engine::Context ctx(*model, context);
     engine::Sampler sampler(options.sampling);
     for (const int32_t token : prompt) sampler.accept(token);
+    bool prompt_saved = false;
+    const bool restore_rng = options.sampling.seed == engine::kRandomSeed;
+    const int64_t cached = options.prompt_cache.empty()
+                               ? 0
+                               : restore_prompt_cache(options.prompt_cache, ctx, sampler, prompt,
+                                                      restore_rng, prompt_saved);
     if (options.sampling.temperature > 0) {
-        fmt::print(stderr, "loom run: sampler seed {}\n", sampler.seed());
+        if (cached > 0 && restore_rng) {
+            fmt::print(stderr, "loom run: sampler state from the prompt cache\n");
+        } else {
+            fmt::print(stderr, "loom run: sampler seed {}\n", sampler.seed());
+        }
     }
     if (!chat) {
         for (const int32_t token : prompt) print_piece(vocab.token_to_piece(token, false));
@@ -174,9 +216,16 @@ bool run_generation(const RunOptions &options) {
     interrupted = 0;
     const ScopedSigint handler(on_interrupt, false);
     const auto prompt_start = Clock::now();
-    decode_prompt(ctx, prompt);
+    decode_prompt(ctx, prompt, cached);
     timings.prompt_ms = ms_since(prompt_start);
-    timings.n_prompt = int64_t(prompt.size());
+    timings.n_prompt = int64_t(prompt.size()) - cached;
+    if (!options.prompt_cache.empty() && !prompt_saved && !interrupted) {
+        const auto logits = ctx.logits(0);
+        engine::save_sequence(options.prompt_cache, ctx, 0,
+                              {.tokens = prompt,
+                               .logits = {logits.begin(), logits.end()},
+                               .rng = sampler.rng_state()});
+    }
 
     auto n_past = engine::Pos(prompt.size());
     for (int32_t i = 0; (options.n_predict < 0 || i < options.n_predict) && !interrupted; ++i) {
@@ -235,6 +284,9 @@ void add_run_command(CLI::App &app, int &exit_code) {
     add_chat_template_options(*command, options->chat_format);
     command->add_option("--system-prompt", options->system_prompt,
                         "a system message before the prompt (chat templates only)");
+    command->add_option("--prompt-cache", options->prompt_cache,
+                        "a file for the prompt's KV cache: saved after the prompt, and a later "
+                        "run of this model whose prompt starts the same way decodes only the rest");
     command->callback([command, options, &exit_code] {
         options->ctx_size_given = command->count("--ctx-size") > 0;
         exit_code = run_generation(*options) ? 0 : 128 + SIGINT;
