@@ -48,4 +48,13 @@ void chat_template_one_input(const uint8_t *data, size_t size);
 // tools, under tight render limits so that each input stays cheap.
 void jinja_one_input(const uint8_t *data, size_t size);
 
+// ../shared/models/stories260K.gguf, read once, for sequence_state_one_input.
+struct StateBase;
+std::shared_ptr<StateBase> load_state_base(const std::string &root);
+
+// The bytes as a saved sequence file (engine/context/sequence_state.h), loaded into sequence 0
+// of a small context that holds another sequence; what loads must decode on, and the other
+// sequence must be left as it was.
+void sequence_state_one_input(const StateBase &base, const uint8_t *data, size_t size);
+
 }  // namespace loom::fuzz

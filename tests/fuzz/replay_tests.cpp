@@ -55,5 +55,12 @@ TEST(FuzzCorpus, ModelLoad) {
     for (const auto &input : inputs) model_load_one_input(*base, input.data(), input.size());
 }
 
+TEST(FuzzCorpus, SequenceState) {
+    const auto base = load_state_base(LOOM_SOURCE_DIR);
+    const auto inputs = corpus("sequence_state");
+    ASSERT_FALSE(inputs.empty());
+    for (const auto &input : inputs) sequence_state_one_input(*base, input.data(), input.size());
+}
+
 }  // namespace
 }  // namespace loom::fuzz
