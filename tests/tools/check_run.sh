@@ -99,6 +99,12 @@ grep -q "prompt cache $pc: 7 of the prompt's 10 tokens reused" "$tmp/err" ||
     fail "longer prompt: $(cat "$tmp/err")"
 "$loom" run -m "$model" -p "Once upon a time there was a dog" -n 12 --temp 0 >"$tmp/pc4" 2>/dev/null
 cmp -s "$tmp/pc3" "$tmp/pc4" || fail "with the cache: '$(cat "$tmp/pc3")', without: '$(cat "$tmp/pc4")'"
+# Without --seed, the saved generator replaces the new random one: a rerun draws the same.
+"$loom" run -m "$model" -p "Once upon a time" -n 20 --prompt-cache "$tmp/rng.cache" >"$tmp/r1" 2>/dev/null
+"$loom" run -m "$model" -p "Once upon a time" -n 20 --prompt-cache "$tmp/rng.cache" >"$tmp/r2" \
+    2>"$tmp/err" || fail "sampled rerun: $(cat "$tmp/err")"
+grep -q "sampler state from the prompt cache" "$tmp/err" || fail "sampled rerun: $(cat "$tmp/err")"
+cmp -s "$tmp/r1" "$tmp/r2" || fail "sampled rerun: '$(cat "$tmp/r1")' then '$(cat "$tmp/r2")'"
 expect_error "^loom run: error: \[state\] $pc: saved with another model" -m "$tmp/chat.gguf" --raw \
     -p "Once" -n 1 --prompt-cache "$pc"
 expect_error "^loom run: error: \[state\] $pc: its KV cache is .*another KV type" -m "$model" \
