@@ -14,15 +14,9 @@
 namespace loom::engine {
 namespace {
 
+using test::argmax;
+using test::bit_identical;
 using test::load_fixture;
-
-int32_t argmax(std::span<const float> v) {
-    return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
-}
-
-bool bit_identical(std::span<const float> a, std::span<const float> b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
-}
 
 // The logits of every step of a run both contexts take: the prompt, greedy tokens one at a time,
 // then a cut in the middle of the sequence closed by shifting what follows (which rotates the

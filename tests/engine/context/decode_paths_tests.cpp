@@ -12,6 +12,8 @@
 namespace loom::engine {
 namespace {
 
+using test::argmax;
+using test::bit_identical;
 using test::load_fixture;
 using test::nmse;
 
@@ -21,10 +23,6 @@ struct Generation {
     Tokens tokens;                           // greedy choices
     std::vector<std::vector<float>> logits;  // the logits each choice was made from
 };
-
-int32_t argmax(std::span<const float> v) {
-    return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
-}
 
 // The prompt in one batch, then one token per decode, `n` greedy tokens.
 Generation generate(Context &ctx, const Tokens &prompt, int n) {
@@ -43,10 +41,6 @@ Generation generate(Context &ctx, const Tokens &prompt, int n) {
         batch.add(g.tokens.back(), pos++, 0, true);
     }
     return g;
-}
-
-bool bit_identical(std::span<const float> a, std::span<const float> b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
 
 // The graphs that single-token steps attending over the cells before `first`, then before each

@@ -11,6 +11,7 @@
 namespace loom::engine {
 namespace {
 
+using test::bit_identical;
 using test::fixtures_root;
 using test::nmse;
 
@@ -75,10 +76,6 @@ Batch last_token_logits(const std::vector<std::vector<int32_t>> &prompts) {
         for (size_t i = 0; i < p.size(); ++i) batch.add(p[i], Pos(i), SeqId(s), i + 1 == p.size());
     }
     return batch;
-}
-
-bool bit_identical(std::span<const float> a, std::span<const float> b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
 
 TEST(ContextMultiseq, OneBatchMatchesLlamaCppAndEachPromptAlone) {

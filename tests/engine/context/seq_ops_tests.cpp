@@ -18,6 +18,7 @@
 namespace loom::engine {
 namespace {
 
+using test::bit_identical;
 using test::load_fixture;
 using test::nmse;
 
@@ -44,10 +45,6 @@ std::vector<float> decode_run(Context &ctx, const Tokens &tokens, Pos first_pos,
 
 Tokens slice(const Tokens &t, size_t begin, size_t end) {
     return {t.begin() + ptrdiff_t(begin), t.begin() + ptrdiff_t(end)};
-}
-
-bool bit_identical(const std::vector<float> &a, const std::vector<float> &b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
 class ContextSeqOps : public ::testing::Test {

@@ -18,15 +18,9 @@
 namespace loom::engine {
 namespace {
 
+using test::argmax;
+using test::bit_identical;
 using test::load_fixture;
-
-int32_t argmax(std::span<const float> v) {
-    return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
-}
-
-bool bit_identical(std::span<const float> a, std::span<const float> b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
-}
 
 std::vector<int32_t> prompt_of(const test::Fixture &f) {
     return {f.tokens.begin(), f.tokens.begin() + std::min<size_t>(f.tokens.size(), 20)};

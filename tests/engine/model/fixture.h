@@ -2,9 +2,12 @@
 // A case of ../shared/fixtures (format: its README.md): the model, the tokens, llama.cpp's logits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -78,6 +81,16 @@ double nmse(std::span<const float> got, std::span<const Want> want) {
 }
 inline double nmse(std::span<const float> got, std::span<const float> want) {
     return nmse<float>(got, want);
+}
+
+// The id of the largest logit (the first of equal ones): a greedy choice.
+inline int32_t argmax(std::span<const float> v) {
+    return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// Whether two rows of logits are the same bits.
+inline bool bit_identical(std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
 
 }  // namespace loom::engine::test

@@ -10,6 +10,7 @@ namespace loom::engine {
 namespace {
 
 using test::all_logits;
+using test::argmax;
 using test::Fixture;
 using test::load_fixture;
 using test::nmse;
@@ -32,10 +33,6 @@ std::unique_ptr<Context> make_context(const Model &model, const Fixture &f, int6
                                                            .n_threads = 2,
                                                            .flash_attn = o.flash_attn,
                                                            .kv_type = o.kv_type});
-}
-
-int32_t argmax(std::span<const float> v) {
-    return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
 struct Case {
