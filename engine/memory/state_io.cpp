@@ -9,6 +9,7 @@ void StateReader::bytes(void *p, size_t n) {
         fail("state", "{} is truncated: {} bytes needed at byte {}, {} left", what_, n, offset_,
              in_.size() - offset_);
     }
+    if (n == 0) return;  // p may be an empty vector's null data()
     std::memcpy(p, in_.data() + offset_, n);
     offset_ += n;
 }
