@@ -236,10 +236,7 @@ std::vector<std::byte> Context::save_seq(SeqId seq) {
     return out.take();
 }
 
-void Context::load_seq(SeqId seq, std::span<const std::byte> bytes, std::string_view what) {
-    if (seq < 0 || seq >= options_.n_seq_max) {
-        fail("state", "sequence id {} is outside 0..{}", seq, options_.n_seq_max - 1);
-    }
+Context::SavedSeq Context::read_seq(std::span<const std::byte> bytes, std::string_view what) const {
     // Every cache's cells are read and checked before any cache changes.
     StateReader in(bytes, what);
     const auto n_caches = in.get<uint32_t>();
@@ -247,15 +244,28 @@ void Context::load_seq(SeqId seq, std::span<const std::byte> bytes, std::string_
         fail("state", "{}: {} KV caches saved, this context has {} (another model)", what, n_caches,
              memory_->n_caches());
     }
-    std::vector<KvCache::SavedCells> saved;
-    for (int i = 0; i < memory_->n_caches(); ++i) saved.push_back(memory_->cache(i).read_saved(in));
+    SavedSeq saved;
+    for (int i = 0; i < memory_->n_caches(); ++i) {
+        saved.caches.push_back(memory_->cache(i).read_saved(in));
+    }
     if (!in.at_end()) {
         fail("state", "{}: {} bytes after the sequence's state", what, bytes.size() - in.offset());
+    }
+    return saved;
+}
+
+void Context::place_seq(SeqId seq, const SavedSeq &saved, std::string_view what) {
+    if (seq < 0 || seq >= options_.n_seq_max) {
+        fail("state", "sequence id {} is outside 0..{}", seq, options_.n_seq_max - 1);
+    }
+    if (std::ssize(saved.caches) != memory_->n_caches()) {
+        fail("state", "{}: {} KV caches saved, this context has {}", what, saved.caches.size(),
+             memory_->n_caches());
     }
     apply_kv_shift();
     try {
         for (int i = 0; i < memory_->n_caches(); ++i) {
-            memory_->cache(i).place_saved(seq, saved[size_t(i)], what);
+            memory_->cache(i).place_saved(seq, saved.caches[size_t(i)], what);
         }
     } catch (...) {
         memory_->seq_rm(seq, 0, -1);

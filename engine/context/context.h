@@ -9,6 +9,7 @@
 
 #include "engine/context/batch.h"
 #include "engine/graph/graph_result.h"
+#include "engine/memory/kv_cache.h"
 #include "engine/memory/memory.h"
 #include "engine/model/model.h"
 #include "loom/cpu.h"
@@ -71,12 +72,22 @@ class Context {
     int64_t n_outputs() const { return n_outputs_; }
 
     // Sequence seq's memory as bytes: every cache's cells, positions, K and V (pending shifts
-    // applied first). load_seq puts such bytes back in place of what the sequence holds:
-    // loom::Error("[state] <what>: ...") for bytes of another model shape or KV type or truncated
-    // ones (the sequence is left as it was), or more cells than the context has room for (the
-    // sequence is left empty).
+    // applied first).
     std::vector<std::byte> save_seq(SeqId seq);
-    void load_seq(SeqId seq, std::span<const std::byte> bytes, std::string_view what);
+    // Such bytes read and checked without changing anything: loom::Error("[state] <what>: ...")
+    // for bytes of another model shape or KV type, or truncated ones.
+    struct SavedSeq {
+        std::vector<KvCache::SavedCells> caches;  // one per Memory cache
+        Pos pos_max() const {
+            Pos p = -1;
+            for (const KvCache::SavedCells &c : caches) p = std::max(p, c.pos_max());
+            return p;
+        }
+    };
+    SavedSeq read_seq(std::span<const std::byte> bytes, std::string_view what) const;
+    // Puts them in place of what sequence seq holds; loom::Error("[state] ...") when there is no
+    // room for them (the sequence is then left empty).
+    void place_seq(SeqId seq, const SavedSeq &saved, std::string_view what);
 
     const Model &model() const { return model_; }
     const ContextOptions &options() const { return options_; }

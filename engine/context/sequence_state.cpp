@@ -121,13 +121,13 @@ SequenceState load_sequence(std::span<const std::byte> bytes, std::string_view w
     for (const int32_t t : state.tokens) {
         if (t < 0 || t >= n_vocab) fail("state", "{}: token {} is outside the vocabulary", what, t);
     }
-    ctx.load_seq(seq, memory, what);
-    if (int64_t(state.tokens.size()) != ctx.memory().seq_pos_max(seq) + 1) {
-        const Pos last = ctx.memory().seq_pos_max(seq);
-        ctx.memory().seq_rm(seq, 0, -1);
+    // Every check comes before the sequence changes, so a refused file leaves it as it was.
+    const Context::SavedSeq cells = ctx.read_seq(memory, what);
+    if (std::ssize(state.tokens) != cells.pos_max() + 1) {
         fail("state", "{}: {} tokens, but its cells end at position {}", what, state.tokens.size(),
-             last);
+             cells.pos_max());
     }
+    ctx.place_seq(seq, cells, what);
     return state;
 }
 

@@ -106,6 +106,7 @@ class KvCache : public Memory {
     struct SavedCells {
         std::vector<Pos> positions;   // ascending
         std::vector<std::byte> rows;  // per layer: the cells' K rows, then their V rows
+        Pos pos_max() const { return positions.empty() ? -1 : positions.back(); }
     };
     SavedCells read_saved(StateReader &in) const;
     // Replaces what sequence seq holds with the saved cells; loom::Error("[state] ...") when its

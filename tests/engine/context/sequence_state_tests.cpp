@@ -185,5 +185,13 @@ TEST_F(SequenceStateRefusals, LyingCountsAndTrailingBytes) {
     expect_refused(magic, "not a Loom sequence file");
 }
 
+TEST_F(SequenceStateRefusals, TokensThatDoNotMatchTheCellsLeaveTheSequenceAsItWas) {
+    Context ctx(*model_, {.n_ctx = 256, .n_threads = 2});
+    decode_prompt(ctx, prompt_);
+    const std::vector<int32_t> fewer(prompt_.begin(), prompt_.end() - 1);
+    save_sequence(path_, ctx, 0, {.tokens = fewer});
+    expect_refused(read_file(path_), "tokens, but its cells end at position");
+}
+
 }  // namespace
 }  // namespace loom::engine
