@@ -170,6 +170,7 @@ void Context::decode(const Batch &batch) {
     apply_kv_shift();
     n_outputs_ = std::count(batch.logits.begin(), batch.logits.end(), uint8_t(1));
     logits_.assign(size_t(n_outputs_ * model_.hparams().n_vocab), 0.0f);
+    if (options_.embeddings) embeddings_.assign(size_t(n_outputs_ * model_.hparams().n_embd), 0.0f);
     for (size_t i = 0; i < ubatches.size(); ++i) decode_ubatch(ubatches[i], std::move(slots[i]));
 }
 
@@ -191,7 +192,8 @@ void Context::decode_ubatch(const Ubatch &u_in, UbatchMemory slots) {
     GraphParams params{.model = &model_,
                        .memory = memory_.get(),
                        .cparams = {.n_ctx_seq = memory_->cache(0).cells_per_stream(),
-                                   .flash_attn = options_.flash_attn},
+                                   .flash_attn = options_.flash_attn,
+                                   .embeddings = options_.embeddings},
                        .ubatch = u,
                        .slots = std::move(slots),
                        .n_outputs = u.n_outputs()};
@@ -212,11 +214,16 @@ void Context::decode_ubatch(const Ubatch &u_in, UbatchMemory slots) {
     stats_.compute_seconds += seconds_since(compute_start);
 
     if (discard) return;
-    const int64_t n_vocab = model_.hparams().n_vocab;
-    const auto *out = static_cast<const float *>(graph_->logits->data);
+    copy_outputs(u, *graph_->logits, model_.hparams().n_vocab, logits_);
+    if (options_.embeddings) copy_outputs(u, *graph_->embd, model_.hparams().n_embd, embeddings_);
+}
+
+void Context::copy_outputs(const Ubatch &u, const Tensor &rows, int64_t width,
+                           std::vector<float> &into) {
+    const auto *out = static_cast<const float *>(rows.data);
     for (int64_t r = 0; r < u.n_outputs(); ++r) {  // into the batch's order of outputs
-        std::memcpy(logits_.data() + u.output_ids[size_t(r)] * n_vocab, out + r * n_vocab,
-                    size_t(n_vocab) * sizeof(float));
+        std::memcpy(into.data() + u.output_ids[size_t(r)] * width, out + r * width,
+                    size_t(width) * sizeof(float));
     }
 }
 
@@ -226,6 +233,16 @@ std::span<const float> Context::logits(int64_t i) const {
     }
     const int64_t n_vocab = model_.hparams().n_vocab;
     return {logits_.data() + i * n_vocab, size_t(n_vocab)};
+}
+
+std::span<const float> Context::embeddings(int64_t i) const {
+    if (!options_.embeddings)
+        fail("decode", "embeddings requested from a context made without them");
+    if (i < 0 || i >= n_outputs_) {
+        fail("decode", "embeddings of output {} requested, the last batch had {}", i, n_outputs_);
+    }
+    const int64_t n_embd = model_.hparams().n_embd;
+    return {embeddings_.data() + i * n_embd, size_t(n_embd)};
 }
 
 std::vector<std::byte> Context::save_seq(SeqId seq) {

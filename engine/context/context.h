@@ -39,6 +39,9 @@ struct ContextOptions {
     // grows with its padded tokens far more than the graph builds it saves cost
     // (docs/PERFORMANCE.md, "Graph reuse for prompts").
     bool pad_ubatches = false;
+    // Keep each output token's final hidden state (after the output norm, before the output
+    // matrix: llama.cpp's per-token embeddings) for embeddings().
+    bool embeddings = false;
     // Backends besides the context's own CPU backend, in priority order before it; the caller
     // keeps them alive while the context lives. The scheduler runs a node where the memory of
     // its weights is (the model's layer placement, ModelParams::layer_buffer_type), which is
@@ -70,6 +73,9 @@ class Context {
     // Logits of the i-th flagged token of the last batch (in batch order): n_vocab floats.
     std::span<const float> logits(int64_t i) const;
     int64_t n_outputs() const { return n_outputs_; }
+    // The same token's final hidden state (n_embd floats); loom::Error("[decode] ...") unless
+    // the context was made with ContextOptions::embeddings.
+    std::span<const float> embeddings(int64_t i) const;
 
     // Sequence seq's memory as bytes: every cache's cells, positions, K and V (pending shifts
     // applied first).
@@ -107,6 +113,9 @@ class Context {
   private:
     void check(const Batch &batch) const;
     void decode_ubatch(const Ubatch &u, UbatchMemory slots);
+    // The ubatch's output rows of `rows` (width floats each) into their places among the batch's.
+    static void copy_outputs(const Ubatch &u, const Tensor &rows, int64_t width,
+                             std::vector<float> &into);
     // Rotates cached K by the position shifts the sequence operations left.
     void apply_kv_shift();
     void rotate_k(const KvCache &kv, const std::vector<int32_t> &deltas);
@@ -118,6 +127,7 @@ class Context {
     Scheduler scheduler_;  // over options_.backends, then backend_
     std::unique_ptr<GraphResult> graph_;
     std::vector<float> logits_;
+    std::vector<float> embeddings_;  // with ContextOptions::embeddings
     int64_t n_outputs_ = 0;
     DecodeStats stats_;
 };

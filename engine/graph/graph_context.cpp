@@ -16,6 +16,7 @@ GraphContext::GraphContext(const GraphParams &params, GraphResult &result)
       n_tokens(params.ubatch.n_tokens()),
       n_outputs(params.n_outputs),
       flash_attn(params.cparams.flash_attn),
+      keep_embeddings(params.cparams.embeddings),
       rope_factors(engine::rope_factors(*params.model, params.cparams.n_ctx_seq)),
       ctx0(result.ctx()),
       gf(new_graph(result.ctx(), kGraphNodes)),
@@ -273,7 +274,8 @@ Tensor *GraphContext::build_attn(InputAttnNoCache *inp, Qkv cur, const AttnOptio
 }
 
 void GraphContext::build_logits(Tensor *cur) {
-    res_.embd = name(cur, "result_norm");
+    // An output (when asked for) so that the allocator does not reuse its memory for the logits.
+    res_.embd = name(keep_embeddings ? set_output(cur) : cur, "result_norm");
     Tensor *logits = build_linear(w.output, cur);
     if (hp.f_logit_scale != 0.0f) logits = scale(ctx0, logits, hp.f_logit_scale);
     if (hp.f_final_logit_softcap != 0.0f) {

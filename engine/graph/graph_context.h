@@ -96,6 +96,7 @@ class GraphContext {
     const Ubatch &ubatch;
     const int64_t n_tokens, n_outputs;
     const bool flash_attn;
+    const bool keep_embeddings;  // the final hidden state is an output (ComputeParams::embeddings)
     Tensor *const rope_factors;  // the rotary embedding's frequency factors, or null
     loom::Context &ctx0;
     Graph *const gf;

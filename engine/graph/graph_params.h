@@ -16,6 +16,7 @@ struct ComputeParams {
     int64_t n_ctx_seq = 0;  // cells one sequence can hold (LongRoPE picks its factors by it)
     bool flash_attn = false;
     bool causal = true;
+    bool embeddings = false;  // the final hidden state is kept as an output beside the logits
 };
 
 struct GraphParams {
@@ -35,7 +36,8 @@ struct GraphParams {
         }
         return model == other.model && memory == other.memory &&
                cparams.flash_attn == other.cparams.flash_attn &&
-               cparams.causal == other.cparams.causal && n_outputs == other.n_outputs &&
+               cparams.causal == other.cparams.causal &&
+               cparams.embeddings == other.cparams.embeddings && n_outputs == other.n_outputs &&
                ubatch.n_tokens() == other.ubatch.n_tokens() &&
                ubatch.has_embd() == other.ubatch.has_embd() &&
                ubatch.is_mixed() == other.ubatch.is_mixed() &&
