@@ -79,16 +79,29 @@ void save_sequence(const std::string &path, Context &ctx, SeqId seq, const Seque
 }
 
 SequenceState load_sequence(const std::string &path, Context &ctx, SeqId seq) {
+    SavedSequence saved = read_sequence(path, ctx);
+    ctx.place_seq(seq, saved.cells, path);
+    return std::move(saved.state);
+}
+
+SequenceState load_sequence(std::span<const std::byte> bytes, std::string_view what, Context &ctx,
+                            SeqId seq) {
+    SavedSequence saved = read_sequence(bytes, what, ctx);
+    ctx.place_seq(seq, saved.cells, what);
+    return std::move(saved.state);
+}
+
+SavedSequence read_sequence(const std::string &path, const Context &ctx) {
     std::ifstream file(path, std::ios::binary);
     if (!file) fail("state", "{}: cannot open it", path);
     std::vector<char> chars((std::istreambuf_iterator<char>(file)),
                             std::istreambuf_iterator<char>());
     if (file.bad()) fail("state", "{}: cannot read it", path);
-    return load_sequence(std::as_bytes(std::span(chars)), path, ctx, seq);
+    return read_sequence(std::as_bytes(std::span(chars)), path, ctx);
 }
 
-SequenceState load_sequence(std::span<const std::byte> bytes, std::string_view what, Context &ctx,
-                            SeqId seq) {
+SavedSequence read_sequence(std::span<const std::byte> bytes, std::string_view what,
+                            const Context &ctx) {
     StateReader in(bytes, what);
     std::array<char, 8> magic{};
     if (bytes.size() < magic.size())
@@ -100,12 +113,12 @@ SequenceState load_sequence(std::span<const std::byte> bytes, std::string_view w
         fail("state", "{}: version {} of the sequence file, this Loom reads {}", what, version,
              kVersion);
     }
-    Digest saved;
-    in.bytes(saved.data(), saved.size());
+    Digest model;
+    in.bytes(model.data(), model.size());
     const Digest own = header_digest(ctx.model());
-    if (saved != own) {
+    if (model != own) {
         fail("state", "{}: saved with another model (GGUF header SHA-256 {}, this model's {})",
-             what, hex(saved), hex(own));
+             what, hex(model), hex(own));
     }
     SequenceState state;
     state.tokens = get_array<int32_t>(in);
@@ -121,14 +134,12 @@ SequenceState load_sequence(std::span<const std::byte> bytes, std::string_view w
     for (const int32_t t : state.tokens) {
         if (t < 0 || t >= n_vocab) fail("state", "{}: token {} is outside the vocabulary", what, t);
     }
-    // Every check comes before the sequence changes, so a refused file leaves it as it was.
-    const Context::SavedSeq cells = ctx.read_seq(memory, what);
-    if (std::ssize(state.tokens) != cells.pos_max() + 1) {
-        fail("state", "{}: {} tokens, but its cells end at position {}", what, state.tokens.size(),
-             cells.pos_max());
+    SavedSequence saved{.state = std::move(state), .cells = ctx.read_seq(memory, what)};
+    if (std::ssize(saved.state.tokens) != saved.cells.pos_max() + 1) {
+        fail("state", "{}: {} tokens, but its cells end at position {}", what,
+             saved.state.tokens.size(), saved.cells.pos_max());
     }
-    ctx.place_seq(seq, cells, what);
-    return state;
+    return saved;
 }
 
 }  // namespace loom::engine

@@ -25,9 +25,20 @@ std::string model_identity(const Model &model);
 // end, so an interrupted save leaves the old file).
 void save_sequence(const std::string &path, Context &ctx, SeqId seq, const SequenceState &state);
 // Restores sequence seq of ctx from `path` (what it held is replaced) and returns the rest.
+// A refused file leaves the sequence as it was.
 SequenceState load_sequence(const std::string &path, Context &ctx, SeqId seq);
 // The same from bytes already read (`what` names them in messages): for tests and fuzzing.
 SequenceState load_sequence(std::span<const std::byte> bytes, std::string_view what, Context &ctx,
                             SeqId seq);
+
+// A file's contents read and checked against ctx without changing it, for a caller with checks
+// of its own before the cells are placed (ctx.place_seq(seq, cells, what)).
+struct SavedSequence {
+    SequenceState state;
+    Context::SavedSeq cells;
+};
+SavedSequence read_sequence(const std::string &path, const Context &ctx);
+SavedSequence read_sequence(std::span<const std::byte> bytes, std::string_view what,
+                            const Context &ctx);
 
 }  // namespace loom::engine
