@@ -6,7 +6,7 @@ BUILD_FUZZ := build/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 65536
 
-.PHONY: run test test-portable bench test-asan test-asan-ci fuzz fuzz-long fuzz-gguf loadtest setup configure-release format clean
+.PHONY: run test install test-portable bench test-asan test-asan-ci fuzz fuzz-long fuzz-gguf loadtest setup configure-release format clean
 
 setup:
 	./scripts/setup.sh
@@ -23,6 +23,13 @@ run: configure-release
 test: configure-release
 	cmake --build $(BUILD_RELEASE) -j $(JOBS)
 	ctest --test-dir $(BUILD_RELEASE) --output-on-failure -j $(JOBS)
+
+# The command, libloom.so, loom/loom.h and loom.pc under PREFIX (README "As a library").
+PREFIX ?= /usr/local
+install: configure-release
+	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom loom-shared
+	cmake --install $(BUILD_RELEASE) --prefix "$(PREFIX)"
+	if [ "$$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 bench: configure-release
 	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom-bench-matmul loom-bench-alloc loom-bench-gguf loom-bench-e2e

@@ -17,6 +17,7 @@ packages=(
     libpcre2-dev     # Unicode-aware regexes for the BPE pre-tokenizers
     python3          # JSON checks in the command-line tools' tests
     python3-jinja2   # reference renderer for the Jinja probes' expected outputs (tests/engine/jinja)
+    python3-venv python3-pip python3-pytest  # the Python module's install and tests (python/)
     libcpp-httplib-dev  # HTTP for loom serve; its header also wants:
     libssl-dev zlib1g-dev libbrotli-dev
     curl             # loom serve's test talks to the server
