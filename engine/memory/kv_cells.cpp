@@ -113,14 +113,22 @@ void KvCells::clear() {
 }
 
 void KvCells::seq_rm(SeqId seq, Pos p0, Pos p1) {
-    for (KvCell &c : cells_) {
+    // A ring's search then starts at the first cell freed, if that comes before it (as llama.cpp
+    // moves its head): a sequence cut back and continued fills the cells its removed positions
+    // had, so it is laid out, and computes bit for bit, as when it was decoded the first time.
+    const int64_t per = per_stream();
+    for (int64_t i = 0; i < int64_t(cells_.size()); ++i) {
+        KvCell &c = cells_[size_t(i)];
         if (c.empty() || !in_range(c, p0, p1)) continue;
         if (seq < 0) {
             c.seqs.reset();
         } else {
             c.seqs.reset(size_t(seq));
         }
-        if (c.empty()) c = KvCell{};
+        if (!c.empty()) continue;
+        c = KvCell{};
+        int32_t &head = head_[size_t(i / per)];
+        head = std::min(head, int32_t(i % per));
     }
     restart_empty_rings();
 }

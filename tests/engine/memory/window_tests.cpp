@@ -99,6 +99,19 @@ TEST(KvWindowCache, TheRingNeverTakesACellStillRead) {
     EXPECT_EQ(kv.used(), 8);
 }
 
+TEST(KvWindowCache, ACutBackSequenceRefillsTheCellsItsPositionsHad) {
+    // 0..5 in cells 0..5, the ring's next search at 6. Cut back to 0..1 and continued, the
+    // sequence takes cells 2.. again: laid out as when it was first decoded, so it computes the
+    // same bits (the server's prompt cache depends on it).
+    KvCache kv(tiny_hparams(), window_params(16, 8));
+    take(kv, run(0, 0, 6));
+    kv.seq_rm(0, 2, -1);
+    EXPECT_EQ(take(kv, run(0, 2, 5)), (std::vector<int32_t>{2, 3, 4}));
+    // A cut that frees nothing before the search point leaves it: the ring goes on after 4.
+    kv.seq_rm(0, 7, -1);
+    EXPECT_EQ(take(kv, run(0, 5, 6)), (std::vector<int32_t>{5}));
+}
+
 TEST(KvWindowCache, PlanningSeveralUbatchesChangesNothing) {
     KvCache kv(tiny_hparams(), window_params(8, 4));
     const std::vector<Ubatch> ubatches = {run(0, 0, 6), run(0, 6, 10), run(0, 10, 12)};
