@@ -71,8 +71,8 @@ test-asan: setup
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS)
 
-# The sanitizer run CI can afford after `make test` (.ci/run): GGUF, tokenizers, engine, server
-# and the fuzz corpus under ASan + UBSan, built without debug info and without the benchmarks,
+# The sanitizer run CI can afford after `make test` (.ci/run): GGUF, tokenizers, engine, server,
+# the fuzz corpus and the C ABI (a C program against libloom.so) under ASan + UBSan, built without debug info and without the benchmarks,
 # the op tests and the tools' shell tests that `make test-asan` also runs. -O2, not less: GCC
 # forms fused multiply-adds from a * b + c only from -O2 on, and the parity tests hold Loom to
 # llama.cpp's roundings at that level (-O1 moves the RMS norm by an ulp, Q6_K's logits by 2e-4).
@@ -81,6 +81,8 @@ test-asan-ci: setup
 	cmake --preset asan-ci >/dev/null
 	cmake --build build/asan-ci -j $(JOBS) $(foreach t,$(ASAN_CI_TESTS),--target loom-$(t)-tests)
 	for t in $(ASAN_CI_TESTS); do ./build/asan-ci/tests/loom-$$t-tests --gtest_brief=1 || exit 1; done
+	cmake --build build/asan-ci -j $(JOBS) --target loom-shared
+	tests/api/check_c_api.sh build/asan-ci -fsanitize=address,undefined
 
 # libFuzzer (clang, ASan, UBSan) on each target for FUZZ_SECONDS: the GGUF reader (seeds: the
 # files in ../shared/models, small files from the writer, tests/gguf/corpus), the tokenizers, the

@@ -2,7 +2,7 @@
 # loom serve end to end: tests/serve/openai_test.mjs against a server on stories260K with 4 slots
 # of 512 cells, the same answers bit for bit from 1 and 4 slots, a full queue, --api-key, chat
 # with the chatml fallback and with a model's own Jinja template (tools, tool calls, a template
-# that raises), and SIGINT stopping the server with exit code 0.
+# that raises), prompt caching and slot files, and SIGINT stopping the server with exit code 0.
 # Usage: check_server.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -102,4 +102,54 @@ code=$(curl -s -o "$tmp/body" -w '%{http_code}' -d '{"messages": [{"role": "user
     "tools": {"not": "a list"}}' "$url/v1/chat/completions")
 [ "$code" = 400 ] && grep -q "'tools' must be an array" "$tmp/body" || fail "bad tools: $code"
 stop_server
-echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key and SIGINT as expected"
+
+# Slots kept and saved: the same request twice reuses the first's cells (usage says how many);
+# a slot saved to --slot-save-path, erased and restored serves the request from the file's
+# cells. Filenames that would leave the folder are 400s; without the folder, 501.
+json_field() {  # json_field FILE EXPR: a field of a JSON file (EXPR in JavaScript, on `j`)
+    node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1])); console.log(eval(process.argv[2]))' "$1" "$2"
+}
+post() {  # post PATH BODY: the status code; the body in $tmp/body
+    curl -s -o "$tmp/body" -w '%{http_code}' -d "$2" "$url$1"
+}
+mkdir -p "$tmp/slots"
+start_server --parallel 1 --ctx-size 512 --slot-save-path "$tmp/slots"
+request='{"prompt": "Once upon a time, there was a little girl", "max_tokens": 12, "temperature": 0}'
+[ "$(post /v1/completions "$request")" = 200 ] || fail "completion: $(cat "$tmp/body")"
+cp "$tmp/body" "$tmp/first"
+n_prompt=$(json_field "$tmp/first" j.usage.prompt_tokens)
+[ "$(json_field "$tmp/first" j.usage.prompt_tokens_details.cached_tokens)" = 0 ] || fail "cached at first"
+[ "$(post /v1/completions "$request")" = 200 ] || fail "again: $(cat "$tmp/body")"
+[ "$(json_field "$tmp/body" j.usage.prompt_tokens_details.cached_tokens)" = $((n_prompt - 1)) ] ||
+    fail "the second request did not reuse the cells: $(cat "$tmp/body")"
+[ "$(json_field "$tmp/body" 'j.choices[0].text')" = "$(json_field "$tmp/first" 'j.choices[0].text')" ] ||
+    fail "a cached prompt answered differently"
+# The slot holds the prompt and every answer token that was decoded: all but a last one cut by
+# max_tokens.
+n_cells=$(json_field "$tmp/body" \
+    'j.usage.prompt_tokens + j.usage.completion_tokens - (j.choices[0].finish_reason == "length")')
+[ "$(post '/slots/0?action=save' '{"filename": "story.bin"}')" = 200 ] || fail "save: $(cat "$tmp/body")"
+n_saved=$(json_field "$tmp/body" j.n_saved)
+[ "$n_saved" = "$n_cells" ] && [ -s "$tmp/slots/story.bin" ] ||
+    fail "saved $n_saved tokens: $(cat "$tmp/body")"
+[ "$(post '/slots/0?action=erase' '')" = 200 ] && [ "$(json_field "$tmp/body" j.n_erased)" = "$n_saved" ] ||
+    fail "erase: $(cat "$tmp/body")"
+[ "$(post '/slots/0?action=restore' '{"filename": "story.bin"}')" = 200 ] &&
+    [ "$(json_field "$tmp/body" j.n_restored)" = "$n_saved" ] || fail "restore: $(cat "$tmp/body")"
+[ "$(post /v1/completions "$request")" = 200 ] &&
+    [ "$(json_field "$tmp/body" j.usage.prompt_tokens_details.cached_tokens)" = $((n_prompt - 1)) ] ||
+    fail "the restored cells were not used: $(cat "$tmp/body")"
+for name in '../escape.bin' 'sub/x.bin' '.hidden' ''; do
+    code=$(post '/slots/0?action=save' "{\"filename\": \"$name\"}")
+    [ "$code" = 400 ] || fail "filename '$name': $code $(cat "$tmp/body")"
+done
+[ ! -e "$tmp/escape.bin" ] || fail "a save left the folder"
+[ "$(post '/slots/0?action=restore' '{"filename": "nothing.bin"}')" = 404 ] || fail "a missing file"
+[ "$(post '/slots/5?action=erase' '')" = 400 ] || fail "a slot that does not exist"
+[ "$(post '/slots/0?action=explode' '')" = 400 ] || fail "an unknown action"
+stop_server
+start_server --parallel 1 --ctx-size 256
+[ "$(post '/slots/0?action=erase' '')" = 501 ] && grep -q -- "--slot-save-path" "$tmp/body" ||
+    fail "slots without a folder: $(cat "$tmp/body")"
+stop_server
+echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots and SIGINT as expected"

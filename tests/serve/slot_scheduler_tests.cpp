@@ -1,9 +1,13 @@
 // The scheduler on stories260K: greedy answers do not depend on what else is running, a
-// cancelled job frees its slot, the queue has a limit, and the ends are reported right.
+// cancelled job frees its slot, the queue has a limit, the ends are reported right, a slot's
+// cells serve the next job with the same beginning, and slots save, restore and erase.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "loom/error.h"
 #include "tools/loom/serve/slot_scheduler.h"
@@ -33,7 +37,7 @@ Job greedy_job(const std::string &prompt, int32_t max_tokens) {
 
 struct Result {
     std::string text, finish_reason, error;
-    int64_t n_generated = 0;
+    int64_t n_generated = 0, n_cached = 0;
     std::vector<int32_t> tokens;  // with log-probabilities asked for
 };
 
@@ -50,6 +54,7 @@ Result wait(Task &task) {
             r.finish_reason = e.finish_reason;
             r.error = e.error;
             r.n_generated = e.n_generated;
+            r.n_cached = e.n_cached;
         }
     }
     return r;
@@ -77,7 +82,9 @@ TEST(SlotScheduler, AnswersDoNotDependOnTheOtherSlots) {
     }
     const SlotSchedulerMetrics m = s.metrics();
     EXPECT_EQ(m.requests_total, 8);
-    EXPECT_EQ(m.kv_cells_used, 0);  // every sequence left the cache
+    // Each slot keeps its last sequence (prompt and answer but the last token) for the next job.
+    EXPECT_GT(m.kv_cells_used, 4 * 24);
+    EXPECT_LT(m.kv_cells_used, 4 * (24 + 16));
 }
 
 TEST(SlotScheduler, CancelledJobFreesItsSlot) {
@@ -164,6 +171,93 @@ TEST(SlotScheduler, ContextShiftNeedsRotaryPositions) {
     } catch (const Error &e) {
         EXPECT_NE(std::string(e.what()).find("rotary"), std::string::npos) << e.what();
     }
+}
+
+// A slot keeps its cells after a job: the next job with the same beginning decodes only the rest
+// (its last prompt token at least, for the logits), and answers as a slot starting empty does.
+TEST(SlotScheduler, PromptCacheReusesTheSharedBeginning) {
+    const std::string story = "Once upon a time, there was a little girl named Lily.";
+    const std::string fresh = wait(*SlotScheduler(stories(), {.n_parallel = 1, .n_ctx = 256})
+                                        .submit(greedy_job(story, 20)))
+                                  .text;
+    SlotScheduler s(stories(), {.n_parallel = 2, .n_ctx = 512});
+    const Job first = greedy_job(story, 20);
+    const Result a = wait(*s.submit(first));
+    EXPECT_EQ(a.n_cached, 0);
+    const Result b = wait(*s.submit(first));  // the slot that holds the story gets it
+    EXPECT_EQ(b.n_cached, int64_t(first.prompt.size()) - 1);
+    EXPECT_EQ(a.text, fresh);
+    EXPECT_EQ(b.text, fresh);
+    // The conversation goes on: the prompt is the story, the answer and more.
+    const Result c = wait(*s.submit(greedy_job(story + a.text + " She", 8)));
+    EXPECT_GT(c.n_cached, int64_t(first.prompt.size()));
+    const std::string c_fresh = wait(*SlotScheduler(stories(), {.n_parallel = 1, .n_ctx = 256})
+                                          .submit(greedy_job(story + a.text + " She", 8)))
+                                    .text;
+    EXPECT_EQ(c.text, c_fresh);
+}
+
+class SlotFiles : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ = std::filesystem::temp_directory_path() /
+               ("loom-slot-actions-" + std::to_string(::getpid()));
+        std::filesystem::create_directories(dir_);
+    }
+    void TearDown() override { std::filesystem::remove_all(dir_); }
+    std::string file(const std::string &name) const { return (dir_ / name).string(); }
+    std::filesystem::path dir_;
+};
+
+TEST_F(SlotFiles, SavedSlotRestoresItsCellsForTheNextJob) {
+    const Job job = greedy_job("Lily and Tom went to the park to play", 16);
+    SlotScheduler s(stories(), {.n_parallel = 2, .n_ctx = 512});
+    const Result first = wait(*s.submit(job));
+    // Only slot 0 worked; it holds the prompt and the answer but its last token.
+    const auto n_cells = int64_t(job.prompt.size()) + first.n_generated - 1;
+    const SlotActionResult saved =
+        s.slot_action({.kind = SlotAction::Kind::save, .slot = 0, .path = file("a.bin")});
+    ASSERT_EQ(saved.status, 200) << saved.error;
+    EXPECT_EQ(saved.n_tokens, n_cells);
+    EXPECT_EQ(saved.n_bytes, std::filesystem::file_size(file("a.bin")));
+    EXPECT_EQ(s.slot_action({.kind = SlotAction::Kind::erase, .slot = 0}).n_tokens, n_cells);
+    EXPECT_EQ(s.metrics().kv_cells_used, 0);
+    // Into the other slot, then the same job finds its cells there.
+    const SlotActionResult restored =
+        s.slot_action({.kind = SlotAction::Kind::restore, .slot = 1, .path = file("a.bin")});
+    ASSERT_EQ(restored.status, 200) << restored.error;
+    EXPECT_EQ(restored.n_tokens, n_cells);
+    EXPECT_EQ(s.metrics().kv_cells_used, n_cells);
+    const Result again = wait(*s.submit(job));
+    EXPECT_EQ(again.n_cached, int64_t(job.prompt.size()) - 1);
+    EXPECT_EQ(again.text, first.text);
+}
+
+TEST_F(SlotFiles, RefusalsSayWhy) {
+    SlotScheduler s(stories(), {.n_parallel = 1, .n_ctx = 256});
+    const SlotActionResult no_slot = s.slot_action({.kind = SlotAction::Kind::erase, .slot = 3});
+    EXPECT_EQ(no_slot.status, 400);
+    EXPECT_NE(no_slot.error.find("slot 3"), std::string::npos) << no_slot.error;
+    const SlotActionResult missing =
+        s.slot_action({.kind = SlotAction::Kind::restore, .slot = 0, .path = file("missing.bin")});
+    EXPECT_EQ(missing.status, 404);
+    {  // not a sequence file
+        std::ofstream(file("junk.bin")) << "not a sequence";
+    }
+    const SlotActionResult junk =
+        s.slot_action({.kind = SlotAction::Kind::restore, .slot = 0, .path = file("junk.bin")});
+    EXPECT_EQ(junk.status, 400);
+    EXPECT_NE(junk.error.find("[state]"), std::string::npos) << junk.error;
+    // A slot at work is not touched.
+    auto busy = s.submit(greedy_job("Once upon a time", 200));
+    Event first;
+    ASSERT_TRUE(busy->next(first, std::chrono::seconds(30)));
+    const SlotActionResult conflict =
+        s.slot_action({.kind = SlotAction::Kind::save, .slot = 0, .path = file("b.bin")});
+    EXPECT_EQ(conflict.status, 409);
+    EXPECT_FALSE(std::filesystem::exists(file("b.bin")));
+    busy->cancel();
+    wait(*busy);
 }
 
 }  // namespace

@@ -77,6 +77,10 @@ void add_serve_command(CLI::App &app, int &exit_code) {
                      "requests waiting for a slot before new ones get 503")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
+    command
+        ->add_option("--slot-save-path", o->slot_save_path,
+                     "folder for POST /slots/{id}?action=save|restore files (off without it)")
+        ->check(CLI::ExistingDirectory);
     add_context_shift_options(*command, o->context_shift, o->n_keep,
                               "ending the request with finish_reason \"length\"");
     add_chat_template_options(*command, o->chat_format);

@@ -17,6 +17,7 @@
 #include "tools/loom/serve/metrics.h"
 #include "tools/loom/serve/request.h"
 #include "tools/loom/serve/responses.h"
+#include "tools/loom/serve/slot_actions.h"
 #include "tools/loom/serve/slot_scheduler.h"
 
 namespace loom::serve {
@@ -75,6 +76,7 @@ struct HttpServer::Impl {
     void completions(const httplib::Request &req, httplib::Response &res, bool chat);
     void tokenize(const httplib::Request &req, httplib::Response &res);
     void detokenize(const httplib::Request &req, httplib::Response &res);
+    void slot_action(const httplib::Request &req, httplib::Response &res);
 };
 
 bool HttpServer::Impl::authorized(const httplib::Request &req) const {
@@ -132,6 +134,9 @@ void HttpServer::Impl::routes() {
               when_ready([this](const auto &req, auto &res) { completions(req, res, false); }));
     http.Post("/v1/chat/completions",
               when_ready([this](const auto &req, auto &res) { completions(req, res, true); }));
+    // [0-9], not \d: Debian's cpp-httplib 0.11 does not match \d in a route.
+    http.Post("/slots/([0-9]{1,9})",
+              when_ready([this](const auto &req, auto &res) { slot_action(req, res); }));
     http.Post("/tokenize", when_ready([this](const auto &req, auto &res) { tokenize(req, res); }));
     http.Post("/detokenize",
               when_ready([this](const auto &req, auto &res) { detokenize(req, res); }));
@@ -214,6 +219,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                 completion->finish_reason = e.finish_reason;
                 completion->n_prompt = e.n_prompt;
                 completion->n_generated = e.n_generated;
+                completion->n_cached = e.n_cached;
             }
         }
         return send_json(res, 200, completion_json(*completion, model->vocab()));
@@ -314,6 +320,18 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
 
 void HttpServer::stop() {
     impl_->stop_requested = true;
+}
+
+void HttpServer::Impl::slot_action(const httplib::Request &req, httplib::Response &res) {
+    if (options.slot_save_path.empty()) {
+        return send_error(res, 501, "slot actions are off: start loom serve with --slot-save-path");
+    }
+    const SlotAction action =
+        parse_slot_action(std::stoi(req.matches[1].str()), req.get_param_value("action"), req.body,
+                          options.slot_save_path);
+    const SlotActionResult result = scheduler->slot_action(action);
+    if (!result.error.empty()) return send_error(res, result.status, result.error);
+    send_json(res, 200, slot_action_json(action, result));
 }
 
 }  // namespace loom::serve

@@ -2,7 +2,9 @@
 // `loom serve`'s HTTP side: OpenAI's completion and chat endpoints over the scheduler, plus
 // health, models, tokenize / detokenize and Prometheus metrics. Errors come in OpenAI's shape:
 // 400 for a bad request, 401 without the API key, 404 for an unknown route, 413 for a body over
-// the limit, 503 while loading or when every slot and the queue are full.
+// the limit, 503 while loading or when every slot and the queue are full. POST /slots/{id}
+// saves, restores or erases an idle slot's cells (409 while it is busy, 501 without
+// --slot-save-path).
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -30,6 +32,7 @@ struct ServeOptions {
     int max_queue = 64;
     bool context_shift = false;  // shift a full slot's context instead of ending with "length"
     int32_t n_keep = 0;          // prompt tokens (after BOS) a shift keeps
+    std::string slot_save_path;  // the folder for slot files; empty: /slots answers 501
 };
 
 class HttpServer {

@@ -4,9 +4,12 @@ namespace loom::serve {
 namespace {
 
 nlohmann::json usage_json(const Completion &c) {
+    // cached_tokens: the prompt's beginning found in the slot's cells, not decoded again (OpenAI's
+    // field for its prompt caching).
     return {{"prompt_tokens", c.n_prompt},
             {"completion_tokens", c.n_generated},
-            {"total_tokens", c.n_prompt + c.n_generated}};
+            {"total_tokens", c.n_prompt + c.n_generated},
+            {"prompt_tokens_details", {{"cached_tokens", c.n_cached}}}};
 }
 
 nlohmann::json token_bytes(const std::string &piece) {
@@ -111,6 +114,7 @@ nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
         Completion totals = c;
         totals.n_prompt = event.n_prompt;
         totals.n_generated = event.n_generated;
+        totals.n_cached = event.n_cached;
         chunk["usage"] = usage_json(totals);
     }
     return chunk;

@@ -21,7 +21,7 @@ struct Completion {
     std::vector<std::vector<TokenLogprob>> top;
     bool logprobs = false;
     std::string finish_reason;
-    int64_t n_prompt = 0, n_generated = 0;
+    int64_t n_prompt = 0, n_generated = 0, n_cached = 0;
 };
 
 // The whole answer of a non-streamed request.

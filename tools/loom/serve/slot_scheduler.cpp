@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <future>
 
 #include "engine/context/context_shift.h"
+#include "engine/context/sequence_state.h"
 #include "loom/error.h"
 #include "tools/loom/serve/text_stream.h"
 
@@ -49,6 +52,11 @@ struct SlotScheduler::Slot {
     int64_t n_generated = 0;
     int64_t output = -1;  // its row among the current batch's outputs, or -1
     size_t n_taken = 0;   // tokens it has in the current batch
+    // The tokens whose cells the slot's sequence holds, at positions 0, 1, ...: kept after a job
+    // for the next one with the same beginning. Cleared when a context shift moves them.
+    std::vector<int32_t> cached;
+    bool shifted = false;
+    int64_t n_cached = 0;  // of the current job's prompt, found in the cells
 
     bool busy() const { return task != nullptr; }
     bool prefilling() const { return n_prompt_done < job.prompt.size(); }
@@ -154,10 +162,42 @@ SlotSchedulerMetrics SlotScheduler::metrics() const {
     return metrics_;
 }
 
-void SlotScheduler::start_queued() {
+struct SlotScheduler::PendingAction {
+    SlotAction action;
+    std::promise<SlotActionResult> result;
+};
+
+namespace {
+
+size_t common_prefix(const std::vector<int32_t> &a, const std::vector<int32_t> &b) {
+    return size_t(
+        std::mismatch(a.begin(), a.begin() + long(std::min(a.size(), b.size())), b.begin()).first -
+        a.begin());
+}
+
+}  // namespace
+
+SlotScheduler::Slot *SlotScheduler::free_slot_for(const std::vector<int32_t> &prompt) {
+    // The free slot whose cells share the longest beginning with the prompt; among equals, the
+    // one holding the fewest cells (so a slot with a long, unrelated conversation is kept).
+    Slot *best = nullptr;
+    size_t best_common = 0;
     for (auto &slot : slots_) {
-        if (queue_.empty()) break;
         if (slot->busy()) continue;
+        const size_t common = common_prefix(slot->cached, prompt);
+        if (best == nullptr || common > best_common ||
+            (common == best_common && slot->cached.size() < best->cached.size())) {
+            best = slot.get();
+            best_common = common;
+        }
+    }
+    return best;
+}
+
+void SlotScheduler::start_queued() {
+    while (!queue_.empty()) {
+        Slot *slot = free_slot_for(queue_.front().first.prompt);
+        if (slot == nullptr) break;
         auto [job, task] = std::move(queue_.front());
         queue_.pop_front();
         const bool fits = !job.prompt.empty() && int64_t(job.prompt.size()) < slot_ctx_;
@@ -172,13 +212,21 @@ void SlotScheduler::start_queued() {
         s.sampler = std::make_unique<engine::Sampler>(job.sampling);
         for (const int32_t t : job.prompt) s.sampler->accept(t);
         s.text = TextStream(job.stop);
+        // The cells of the prompt's beginning stay; at least its last token is decoded again,
+        // for its logits. A sliding-window cache may have let go of what that token needs.
+        auto keep =
+            engine::Pos(std::min(common_prefix(s.cached, job.prompt), job.prompt.size() - 1));
+        if (keep > 0 && !ctx_.memory().seq_can_resume(s.id, keep)) keep = 0;
+        ctx_.memory().seq_rm(s.id, keep, -1);
+        s.cached.resize(size_t(keep));
+        s.shifted = false;
+        s.n_cached = keep;
         s.job = std::move(job);
         s.task = std::move(task);
-        s.n_prompt_done = 0;
-        s.n_past = 0;
+        s.n_prompt_done = size_t(keep);
+        s.n_past = keep;
         s.n_generated = 0;
         s.next_token = -1;
-        ctx_.memory().seq_rm(s.id, 0, -1);
     }
     int64_t busy = 0;
     for (const auto &s : slots_) busy += s->busy();
@@ -189,11 +237,12 @@ void SlotScheduler::start_queued() {
 void SlotScheduler::loop() {
     std::unique_lock lock(mutex_);
     while (!stopping_) {
+        run_actions();
         start_queued();
         const bool any =
             std::any_of(slots_.begin(), slots_.end(), [](const auto &s) { return s->busy(); });
         if (!any) {
-            work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            work_.wait(lock, [&] { return stopping_ || !queue_.empty() || !actions_.empty(); });
             continue;
         }
         step(lock);
@@ -208,6 +257,10 @@ void SlotScheduler::loop() {
         task->push(std::move(e));
     }
     queue_.clear();
+    for (auto &pending : actions_) {
+        pending->result.set_value({.status = 503, .error = "the server is shutting down"});
+    }
+    actions_.clear();
 }
 
 void SlotScheduler::finish(Slot &slot, std::string reason, std::string error) {
@@ -218,9 +271,14 @@ void SlotScheduler::finish(Slot &slot, std::string reason, std::string error) {
     e.error = std::move(error);
     e.n_prompt = int64_t(slot.job.prompt.size());
     e.n_generated = slot.n_generated;
+    e.n_cached = slot.n_cached;
+    const bool keep = e.error.empty() && !slot.shifted;
     slot.task->push(std::move(e));
     slot.task.reset();
-    ctx_.memory().seq_rm(slot.id, 0, -1);
+    if (!keep) {
+        ctx_.memory().seq_rm(slot.id, 0, -1);
+        slot.cached.clear();
+    }
 }
 
 void SlotScheduler::after_decode(Slot &slot, std::span<const float> logits) {
@@ -245,6 +303,7 @@ void SlotScheduler::after_decode(Slot &slot, std::span<const float> logits) {
             int64_t(slot.job.prompt.size()), options_.n_keep + (vocab.add_bos() ? 1 : 0)));
         if (!options_.context_shift || n_keep >= slot_ctx_ - 1) return finish(slot, "length");
         slot.n_past = engine::shift_context(ctx_.memory(), slot.id, slot.n_past, n_keep);
+        slot.shifted = true;
         ++metrics_.context_shifts;
     }
     slot.next_token = token;
@@ -298,9 +357,13 @@ void SlotScheduler::step(std::unique_lock<std::mutex> &lock) {
             continue;
         }
         if (slot->prefilling()) {
+            const auto &prompt = slot->job.prompt;
+            const auto done = prompt.begin() + long(slot->n_prompt_done);
+            slot->cached.insert(slot->cached.end(), done, done + long(slot->n_taken));
             slot->n_prompt_done += slot->n_taken;
             slot->n_past = engine::Pos(slot->n_prompt_done);
         } else {
+            slot->cached.push_back(slot->next_token);
             ++slot->n_past;
         }
         if (slot->output < 0) continue;
@@ -316,6 +379,77 @@ void SlotScheduler::step(std::unique_lock<std::mutex> &lock) {
     metrics_.prompt_seconds += seconds * prompt_share;
     metrics_.generation_seconds += seconds * (1.0 - prompt_share);
     metrics_.kv_cells_used = ctx_.memory().used();
+}
+
+SlotActionResult SlotScheduler::slot_action(const SlotAction &action) {
+    auto pending = std::make_shared<PendingAction>();
+    pending->action = action;
+    std::future<SlotActionResult> result = pending->result.get_future();
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) return {.status = 503, .error = "the server is shutting down"};
+        actions_.push_back(pending);
+    }
+    work_.notify_one();
+    return result.get();
+}
+
+void SlotScheduler::run_actions() {
+    while (!actions_.empty()) {
+        const std::shared_ptr<PendingAction> pending = std::move(actions_.front());
+        actions_.pop_front();
+        const auto start = Clock::now();
+        SlotActionResult r;
+        try {
+            r = run_action(pending->action);
+        } catch (const std::exception &e) {
+            r = {.status = 400, .error = e.what()};
+        }
+        r.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        pending->result.set_value(std::move(r));
+    }
+    metrics_.kv_cells_used = ctx_.memory().used();
+}
+
+SlotActionResult SlotScheduler::run_action(const SlotAction &a) {
+    if (a.slot < 0 || a.slot >= int(slots_.size())) {
+        return {.status = 400,
+                .error = fmt::format("slot {} does not exist (0..{})", a.slot, slots_.size() - 1)};
+    }
+    Slot &slot = *slots_[size_t(a.slot)];
+    if (slot.busy()) {
+        return {.status = 409, .error = fmt::format("slot {} is busy with a request", a.slot)};
+    }
+    SlotActionResult r;
+    switch (a.kind) {
+        case SlotAction::Kind::save:
+            engine::save_sequence(a.path, ctx_, slot.id, {.tokens = slot.cached});
+            r.n_tokens = int64_t(slot.cached.size());
+            r.n_bytes = std::filesystem::file_size(a.path);
+            break;
+        case SlotAction::Kind::restore: {
+            if (!std::filesystem::exists(a.path)) {
+                return {.status = 404, .error = fmt::format("{}: no such file", a.path)};
+            }
+            const engine::SavedSequence saved = engine::read_sequence(a.path, ctx_);
+            try {
+                ctx_.place_seq(slot.id, saved.cells, a.path);
+                slot.cached = saved.state.tokens;
+            } catch (...) {  // no room: the slot is left empty
+                slot.cached.clear();
+                throw;
+            }
+            r.n_tokens = int64_t(slot.cached.size());
+            r.n_bytes = std::filesystem::file_size(a.path);
+            break;
+        }
+        case SlotAction::Kind::erase:
+            ctx_.memory().seq_rm(slot.id, 0, -1);
+            r.n_tokens = int64_t(slot.cached.size());
+            slot.cached.clear();
+            break;
+    }
+    return r;
 }
 
 }  // namespace loom::serve

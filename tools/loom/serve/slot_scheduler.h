@@ -3,8 +3,11 @@
 // loop on its own thread. Every step decodes, in one batch, the next token of each generating
 // slot and then as much of the slots' pending prompts as the batch has room for, so a long
 // prompt does not stall the others' generation. A request waits in a queue while every slot is
-// busy (up to a limit), owns a slot while it runs, and its sequence leaves the KV cache when it
-// ends, is cancelled (a client that went away), or fails.
+// busy (up to a limit) and owns a slot while it runs. When it ends, the slot keeps its sequence's
+// cells (prompt caching, as llama-server's cache_prompt): the next job goes to the free slot
+// whose cells begin as its prompt does, and decodes only the rest. A job that is cancelled (a
+// client that went away) or fails, or whose context was shifted, leaves an empty slot. Idle
+// slots can be saved to files, restored from them, or erased (slot_action).
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -58,6 +61,7 @@ struct Event {
     std::string finish_reason;  // "stop" or "length" (done)
     std::string error;          // set when the job failed (done)
     int64_t n_prompt = 0, n_generated = 0;
+    int64_t n_cached = 0;  // prompt tokens whose cells the slot already held (done)
 };
 
 // The handle a request holds: events to read, and a way to give up.
@@ -86,6 +90,20 @@ struct SlotSchedulerMetrics {
     int64_t context_shifts = 0;
 };
 
+// What POST /slots/{id}?action=... asks of an idle slot.
+struct SlotAction {
+    enum class Kind { save, restore, erase } kind = Kind::save;
+    int slot = 0;
+    std::string path;  // the file, for save and restore
+};
+struct SlotActionResult {
+    int status = 200;  // HTTP: 400 bad id or file, 404 no such file, 409 busy slot, 503 stopping
+    std::string error;
+    int64_t n_tokens = 0;  // saved, restored or erased
+    uint64_t n_bytes = 0;  // written or read
+    double ms = 0.0;
+};
+
 class SlotScheduler {
   public:
     SlotScheduler(const engine::Model &model, const SlotSchedulerOptions &options);
@@ -99,6 +117,8 @@ class SlotScheduler {
     std::shared_ptr<Task> submit(Job job);
     int64_t slot_context() const { return slot_ctx_; }
     SlotSchedulerMetrics metrics() const;
+    // Runs an action on an idle slot between decode steps, and waits for it.
+    SlotActionResult slot_action(const SlotAction &action);
 
   private:
     struct Slot;
@@ -107,6 +127,9 @@ class SlotScheduler {
     void start_queued();
     void finish(Slot &slot, std::string reason, std::string error = {});
     void after_decode(Slot &slot, std::span<const float> logits);
+    Slot *free_slot_for(const std::vector<int32_t> &prompt);
+    void run_actions();
+    SlotActionResult run_action(const SlotAction &action);
 
     const engine::Model &model_;
     SlotSchedulerOptions options_;
@@ -114,6 +137,8 @@ class SlotScheduler {
     engine::Context ctx_;
     std::vector<std::unique_ptr<Slot>> slots_;
     std::deque<std::pair<Job, std::shared_ptr<Task>>> queue_;
+    struct PendingAction;
+    std::deque<std::shared_ptr<PendingAction>> actions_;
     mutable std::mutex mutex_;
     std::condition_variable work_;
     bool stopping_ = false;
