@@ -18,10 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/context/context.h"
-#include "engine/memory/kv_cache.h"
-#include "engine/model/model.h"
 #include "loom/cpu.h"
+#include "loom/engine.h"
 #include "loom/error.h"
 #include "tools/loom/bench_report.h"
 #include "tools/loom/commands.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/synthetic_llama.h"
+#include "loom/engine.h"
 #include "loom/gguf.h"
 #include "tools/loom/commands.h"
 

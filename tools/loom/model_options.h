@@ -4,9 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/chat/chat_formatter.h"
-#include "engine/context/context.h"
-#include "engine/sampling/sampler.h"
+#include "loom/engine.h"
 
 namespace CLI {
 class App;

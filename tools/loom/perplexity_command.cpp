@@ -20,8 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/context/context.h"
-#include "engine/model/model.h"
+#include "loom/engine.h"
 #include "loom/error.h"
 #include "tools/loom/commands.h"
 #include "tools/loom/model_options.h"

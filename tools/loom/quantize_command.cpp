@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/quantize/quantize.h"
+#include "loom/engine.h"
 #include "loom/error.h"
 #include "tools/loom/commands.h"
 

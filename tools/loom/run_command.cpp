@@ -20,12 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat/chat_formatter.h"
-#include "engine/context/context.h"
-#include "engine/context/context_shift.h"
-#include "engine/context/sequence_state.h"
-#include "engine/model/model.h"
-#include "engine/sampling/sampler.h"
+#include "loom/engine.h"
 #include "loom/error.h"
 #include "tools/loom/commands.h"
 #include "tools/loom/interrupt.h"

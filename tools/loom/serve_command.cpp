@@ -11,7 +11,7 @@
 #include <memory>
 #include <thread>
 
-#include "engine/chat/chat_template.h"
+#include "loom/engine.h"
 #include "tools/loom/commands.h"
 #include "tools/loom/model_options.h"
 #include "tools/loom/serve/http_server.h"

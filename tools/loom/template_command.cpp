@@ -13,8 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/chat/jinja_chat.h"
-#include "engine/vocab/vocab.h"
+#include "loom/engine.h"
 #include "loom/error.h"
 #include "loom/gguf.h"
 #include "tools/loom/commands.h"

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/vocab/vocab.h"
+#include "loom/engine.h"
 #include "loom/gguf.h"
 #include "tools/loom/commands.h"
 

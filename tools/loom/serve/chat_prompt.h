@@ -6,8 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat/chat_formatter.h"
-#include "engine/model/model.h"
+#include "loom/engine.h"
 
 namespace loom::serve {
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <thread>
 
-#include "engine/model/model.h"
+#include "loom/engine.h"
 #include "loom/error.h"
 #include "tools/loom/serve/chat_prompt.h"
 #include "tools/loom/serve/client_connection.h"

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/chat/chat_formatter.h"
+#include "loom/engine.h"
 #include "loom/tensor.h"
 
 namespace loom::serve {

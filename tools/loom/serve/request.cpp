@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/jinja/json.h"
+#include "loom/engine.h"
 
 namespace loom::serve {
 namespace {

@@ -9,9 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat/chat_template.h"
-#include "engine/chat/jinja_chat.h"
-#include "engine/sampling/sampler.h"
+#include "loom/engine.h"
 
 namespace loom::serve {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/vocab/vocab.h"
+#include "loom/engine.h"
 #include "tools/loom/serve/slot_scheduler.h"
 
 namespace loom::serve {

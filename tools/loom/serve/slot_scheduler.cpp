@@ -5,8 +5,7 @@
 #include <filesystem>
 #include <future>
 
-#include "engine/context/context_shift.h"
-#include "engine/context/sequence_state.h"
+#include "loom/engine.h"
 #include "loom/error.h"
 #include "tools/loom/serve/text_stream.h"
 

@@ -19,9 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/context/context.h"
-#include "engine/model/model.h"
-#include "engine/sampling/sampler.h"
+#include "loom/engine.h"
 
 namespace loom::serve {
 

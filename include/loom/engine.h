@@ -1,0 +1,36 @@
+#pragma once
+// Loom's C++ engine API, in one header: what a program built inside this tree, and every `loom`
+// tool, uses to run a model (tests/style/check_tool_includes.sh holds tools/ to it):
+//
+//   model      Model::load, ModelParams, HParams             engine/model/model.h
+//   context    Context, ContextOptions, decode, logits,      engine/context/context.h
+//              embeddings, sequence save / load
+//   batch      Batch (tokens or embeddings, positions,       engine/context/batch.h
+//              sequences, which outputs)
+//   memory     Context::memory(): seq_rm / seq_cp / seq_keep / seq_add, sizes, its KV caches
+//   saved      save_sequence / load_sequence (files)         engine/context/sequence_state.h
+//   shifting   shift_context (a full context goes on)        engine/context/context_shift.h
+//   sampler    Sampler, SamplingParams                       engine/sampling/sampler.h
+//   tokenizer  Vocab: tokenize, detokenize, special tokens   engine/vocab/vocab.h
+//   chat       ChatFormatter (the model's Jinja template or a built-in family), ChatRender,
+//              PromptCache (a conversation's tokens so far)  engine/chat/
+//   files      quantize_file, write_synthetic_llama          engine/quantize/, engine/model/
+//
+// The headers behind it are the engine's own, so this API is for code built with the engine
+// (the include path of this tree); programs outside it use the C ABI, include/loom/loom.h,
+// which libloom.so exports and which keeps its shape from one build to the next.
+#include "engine/chat/chat_formatter.h"
+#include "engine/chat/chat_template.h"
+#include "engine/chat/jinja_chat.h"
+#include "engine/chat/prompt_cache.h"
+#include "engine/context/batch.h"
+#include "engine/context/context.h"
+#include "engine/context/context_shift.h"
+#include "engine/context/sequence_state.h"
+#include "engine/jinja/json.h"
+#include "engine/memory/kv_cache.h"
+#include "engine/model/model.h"
+#include "engine/model/synthetic_llama.h"
+#include "engine/quantize/quantize.h"
+#include "engine/sampling/sampler.h"
+#include "engine/vocab/vocab.h"
