@@ -5,6 +5,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,10 +76,12 @@ int32_t copy_out(const std::string &text, char *buf, int32_t length) {
     return n;
 }
 
+// The context checks which types a KV cache may hold; this only reads the name.
 DType kv_type_from_name(const char *name) {
-    if (name == nullptr || std::strcmp(name, "f16") == 0) return DType::F16;
-    if (std::strcmp(name, "f32") == 0) return DType::F32;
-    fail("api", "KV type \"{}\": this Loom stores K and V as f16 or f32", name);
+    if (name == nullptr) return DType::F16;
+    const std::optional<DType> type = loom::dtype_from_name(name);
+    if (!type) fail("api", "KV type \"{}\" is not a type (f16, f32, q8_0, ...)", name);
+    return *type;
 }
 
 }  // namespace
@@ -143,7 +146,8 @@ struct loom_context_params loom_context_default_params(void) {
             .flash_attn = d.flash_attn,
             .kv_unified = d.kv_unified,
             .embeddings = d.embeddings,
-            .kv_type = nullptr};
+            .type_k = nullptr,
+            .type_v = nullptr};
 }
 
 loom_context *loom_context_new(const loom_model *model, struct loom_context_params p) {
@@ -156,7 +160,8 @@ loom_context *loom_context_new(const loom_model *model, struct loom_context_para
                                      .n_ubatch = std::min(p.n_ubatch, p.n_batch),
                                      .n_threads = p.n_threads,
                                      .flash_attn = p.flash_attn,
-                                     .kv_type = kv_type_from_name(p.kv_type),
+                                     .type_k = kv_type_from_name(p.type_k),
+                                     .type_v = kv_type_from_name(p.type_v),
                                      .n_seq_max = int(p.n_seq_max),
                                      .kv_unified = p.kv_unified,
                                      .embeddings = p.embeddings};

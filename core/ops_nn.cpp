@@ -125,8 +125,13 @@ Tensor *flash_attn_ext(Context &ctx, Tensor *q, Tensor *k, Tensor *v, Tensor *ma
     const Op op = Op::flash_attn_ext;
     require_not_null(op, {q, k, v});
     require(q->type == DType::F32, op, {q, k, v}, "q must be F32");
-    require(is_float_type(k->type) && is_float_type(v->type), op, {q, k, v},
-            "k and v must be F32, F16 or BF16");
+    // K and V: a float type, or a block format (a quantized KV cache) in whole blocks per head.
+    const auto kv_type_ok = [](const Tensor *t) {
+        return is_float_type(t->type) ||
+               (traits(t->type).is_quantized && t->ne[0] % traits(t->type).block_size == 0);
+    };
+    require(kv_type_ok(k) && kv_type_ok(v), op, {q, k, v},
+            "k and v must be F32, F16, BF16 or a block format in whole blocks per head");
     require(q->rows_contiguous() && k->rows_contiguous() && v->rows_contiguous(), op, {q, k, v},
             "rows must be contiguous");
     require(k->ne[0] == q->ne[0], op, {q, k, v}, "q and k head sizes differ");

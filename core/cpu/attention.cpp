@@ -14,6 +14,11 @@
 //      registers while each V row of the block is loaded (from L1 after the first four) and
 //      added to them.
 // The order of every sum depends only on the shapes, never on the thread count.
+//
+// K and V may also be in a block format (a quantized KV cache: Q8_0, Q4_0, ...). Block-format
+// keys meet the query quantized to the format's vec_dot_type (Q8_0 or Q8_1) in the format's own
+// dot product, one (row, position) at a time, which is what llama.cpp computes for them; a
+// block's visible V rows are expanded to F32 once per tile and accumulated from there.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -235,14 +240,18 @@ struct Scratch {
     const void **key_rows;    // [kBlock] K rows of the visible positions
     const void **value_rows;  // [kBlock] V rows of the visible positions
     int32_t *visible_at;      // [kBlock] their block positions
+    std::byte *q_blocks;      // [kTile] queries in a block-format K's vec_dot_type, or null
+    size_t q_blocks_stride;
+    float *value_floats;  // [kBlock][Dv] block-format V rows expanded, or null
     int64_t q_stride, acc_stride;
 
-    static size_t bytes(int64_t d, int64_t dv) {
-        const int64_t floats =
-            (kTile + 1) * padded(d) + kTile * padded(dv) + (3 * kTile + 1) * kBlock;
+    static size_t bytes(int64_t d, int64_t dv, bool expand_k, bool expand_v) {
+        const int64_t floats = (kTile + 1) * padded(d) + kTile * padded(dv) +
+                               (3 * kTile + 1) * kBlock + (expand_k ? kTile * padded(d) : 0) +
+                               (expand_v ? kBlock * padded(dv) : 0);
         return size_t(floats) * sizeof(float) + kBlock * (2 * sizeof(void *) + sizeof(int32_t));
     }
-    static Scratch carve(std::byte *work, int64_t d, int64_t dv) {
+    static Scratch carve(std::byte *work, int64_t d, int64_t dv, bool expand_k, bool expand_v) {
         auto *f = reinterpret_cast<float *>(work);
         Scratch s{};
         s.q_stride = padded(d);
@@ -256,6 +265,13 @@ struct Scratch {
         s.key_rows = reinterpret_cast<const void **>(s.bias + (kTile + 1) * kBlock);
         s.value_rows = s.key_rows + kBlock;
         s.visible_at = reinterpret_cast<int32_t *>(s.value_rows + kBlock);
+        float *expanded = reinterpret_cast<float *>(s.visible_at + kBlock);
+        if (expand_k) {  // a vec_dot_type row takes fewer bytes than the same floats
+            s.q_blocks = reinterpret_cast<std::byte *>(expanded);
+            s.q_blocks_stride = size_t(s.q_stride) * sizeof(float);
+            expanded += kTile * s.q_stride;
+        }
+        if (expand_v) s.value_floats = expanded;
         return s;
     }
 };
@@ -341,8 +357,12 @@ void attend_tile(const Inputs &in, const Scratch &s, const TileRow *rows, int n_
     // along dim 3); every row of a tile has the same one
     const int64_t ik2 = rows[0].iq2 / (q->ne[2] / k->ne[2]);
     const int64_t ik3 = rows[0].iq3 / (q->ne[3] / k->ne[3]);
+    // Block-format rows are read as the F32 rows they expand to.
+    const bool block_k = s.q_blocks != nullptr, expand_v = s.value_floats != nullptr;
     const DotGroup dot = kDotGroupsByType[size_t(type_index(k->type))];
-    const auto &accumulate_by_rows = kAccumulateTilesByType[size_t(type_index(v->type))];
+    const auto &accumulate_by_rows =
+        kAccumulateTilesByType[size_t(expand_v ? 0 : type_index(v->type))];
+    const size_t k_row_bytes = row_size(k->type, d), v_row_bytes = row_size(v->type, dv);
 
     float *qs[kTile] = {}, *acc[kTile] = {}, *scores[kTile] = {};
     const std::byte *mask_rows[kTile] = {};
@@ -357,14 +377,18 @@ void attend_tile(const Inputs &in, const Scratch &s, const TileRow *rows, int n_
         acc[t] = s.acc + t * s.acc_stride;
         scores[t] = s.scores + t * kBlock;
         std::fill_n(acc[t], dv, 0.0f);
-        // The query is rounded to K's dtype first, as ggml's vec_dot_type does for F16/BF16
-        // keys, so the scores are the ones llama.cpp computes.
+        // The query is rounded to the type K's dot products take first (F16 / BF16 keys: their
+        // own; block formats: Q8_0 or Q8_1), as ggml's vec_dot_type, so the scores are the ones
+        // llama.cpp computes.
         const auto *q_row = static_cast<const float *>(q->row_ptr(r.iq1, r.iq2, r.iq3));
-        if (k->type == DType::F32) {
+        const DType q_type = block_k ? traits(k->type).vec_dot_type : k->type;
+        if (block_k) {
+            traits(q_type).from_float(q_row, s.q_blocks + size_t(t) * s.q_blocks_stride, d);
+        } else if (q_type == DType::F32) {
             std::copy_n(q_row, d, qs[t]);
         } else {
-            traits(k->type).from_float(q_row, s.q_narrow, d);
-            traits(k->type).to_float(s.q_narrow, qs[t], d);
+            traits(q_type).from_float(q_row, s.q_narrow, d);
+            traits(q_type).to_float(s.q_narrow, qs[t], d);
         }
         slope[t] = alibi_slope(in.max_bias, r.iq2, q->ne[2]);
         if (mask != nullptr) {
@@ -407,27 +431,42 @@ void attend_tile(const Inputs &in, const Scratch &s, const TileRow *rows, int n_
             }
             s.visible_at[count] = int32_t(j);
             s.key_rows[count] = k->row_ptr(c0 + j, ik2, ik3);
-            s.value_rows[count++] = v->row_ptr(c0 + j, ik2, ik3);
+            s.value_rows[count] = v->row_ptr(c0 + j, ik2, ik3);
+            if (expand_v) {
+                float *row = s.value_floats + count * s.acc_stride;
+                traits(v->type).to_float(s.value_rows[count], row, dv);
+                s.value_rows[count] = row;
+            }
+            ++count;
         }
         // The K and V rows two blocks ahead, requested now: in the cache a head's rows lie a
         // cell apart (all heads of a cell side by side), a stride the hardware prefetchers
         // follow too slowly for generation, which reads each row once (flash_attn/tg_d4096 in
         // loom-bench-matmul: 12.5 ms without, 9.3 ms one block ahead, 8.4 ms two).
         for (int64_t j = c0 + 2 * kBlock; j < std::min(c0 + 3 * kBlock, n_kv); ++j) {
-            prefetch_row(k->row_ptr(j, ik2, ik3), d * k->nb[0]);
-            prefetch_row(v->row_ptr(j, ik2, ik3), dv * v->nb[0]);
+            prefetch_row(k->row_ptr(j, ik2, ik3), k_row_bytes);
+            prefetch_row(v->row_ptr(j, ik2, ik3), v_row_bytes);
         }
         if (count == 0) continue;
         // The dot products of every row with every visible position, kPosGroup positions at a
         // time (a short group repeats its last position), side by side in visible order, then
         // moved to their block positions.
         for (int64_t p = count; p % kPosGroup != 0; ++p) s.key_rows[p] = s.key_rows[count - 1];
-        for (int g = 0; g < n_rows; g += kRowGroup) {
-            float *dense = s.dense + g * kBlock;
-            for (int64_t p = 0; p < count; p += kPosGroup) {
-                float *out[kRowGroup];
-                for (int t = 0; t < kRowGroup; ++t) out[t] = dense + t * kBlock + p;
-                dot(group_q + g, s.key_rows + p, d, out);
+        if (block_k) {
+            const auto vec_dot = traits(k->type).vec_dot;
+            for (int t = 0; t < n_rows; ++t) {
+                const std::byte *q_row = s.q_blocks + size_t(t) * s.q_blocks_stride;
+                float *dense = s.dense + t * kBlock;
+                for (int64_t p = 0; p < count; ++p) dense[p] = vec_dot(d, s.key_rows[p], q_row);
+            }
+        } else {
+            for (int g = 0; g < n_rows; g += kRowGroup) {
+                float *dense = s.dense + g * kBlock;
+                for (int64_t p = 0; p < count; p += kPosGroup) {
+                    float *out[kRowGroup];
+                    for (int t = 0; t < kRowGroup; ++t) out[t] = dense + t * kBlock + p;
+                    dot(group_q + g, s.key_rows + p, d, out);
+                }
             }
         }
         for (int t = 0; t < n_rows; ++t) {
@@ -475,7 +514,9 @@ void compute_flash_attn(const ComputeParams &params, Tensor *dst) {
     // softcap * tanh(q·k * scale / softcap): the division is folded into the scale (ggml's order)
     if (in.softcap != 0.0f) in.scale /= in.softcap;
 
-    const Scratch scratch = Scratch::carve(params.work, in.q->ne[0], in.v->ne[0]);
+    const Scratch scratch =
+        Scratch::carve(params.work, in.q->ne[0], in.v->ne[0], traits(in.k->type).is_quantized,
+                       traits(in.v->type).is_quantized);
     const int64_t n_q = in.q->ne[1], n_head = in.q->ne[2], n_head_kv = in.k->ne[2];
     const int64_t group = n_head / n_head_kv;  // query heads per kv head
     // Rows are numbered ((iq3 * n_head_kv + ik2) * n_q + iq1) * group + g, head iq2 =
@@ -506,18 +547,30 @@ bool is_float(DType t) {
     return t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }
 
+// K or V rows of n elements this kernel reads: a float type, or a block format with a dot product
+// (keys) and an expansion to floats (values), in whole blocks of it and of its vec_dot_type.
+bool readable(DType t, int64_t n) {
+    if (is_float(t)) return true;
+    const DTypeTraits &tr = traits(t);
+    return tr.is_quantized && tr.to_float != nullptr && tr.vec_dot != nullptr &&
+           n % tr.block_size == 0 && traits(tr.vec_dot_type).from_float != nullptr &&
+           n % traits(tr.vec_dot_type).block_size == 0;
+}
+
 bool supports_flash_attn(const Tensor *dst) {
     const Tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
     const Tensor *mask = dst->src[3], *sinks = dst->src[4];
     const bool mask_ok = mask == nullptr || mask->type == DType::F32 || mask->type == DType::F16;
-    return q->type == DType::F32 && q->rows_contiguous() && is_float(k->type) &&
-           k->rows_contiguous() && is_float(v->type) && v->rows_contiguous() && mask_ok &&
+    return q->type == DType::F32 && q->rows_contiguous() && readable(k->type, k->ne[0]) &&
+           k->rows_contiguous() && readable(v->type, v->ne[0]) && v->rows_contiguous() && mask_ok &&
            (sinks == nullptr || sinks->type == DType::F32) && dst->type == DType::F32 &&
            dst->rows_contiguous();
 }
 
 size_t flash_attn_work_size(const Tensor *dst) {
-    return Scratch::bytes(dst->src[0]->ne[0], dst->src[2]->ne[0]);
+    return Scratch::bytes(dst->src[0]->ne[0], dst->src[2]->ne[0],
+                          traits(dst->src[1]->type).is_quantized,
+                          traits(dst->src[2]->type).is_quantized);
 }
 
 }  // namespace

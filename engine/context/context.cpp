@@ -1,8 +1,12 @@
 #include "engine/context/context.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iterator>
+#include <string>
 
 #include "engine/context/ubatch_padding.h"
 #include "engine/graph/graph_context.h"
@@ -30,10 +34,32 @@ std::vector<BufferType *> layer_buffer_types(const Model &model) {
     return types;
 }
 
-KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
-    if (o.kv_type != DType::F32 && o.kv_type != DType::F16) {
-        fail("context", "KV cache type {} is not supported (f32 or f16)", dtype_name(o.kv_type));
+// The types a KV cache may hold, as llama.cpp allows them.
+constexpr DType kKvTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,  DType::Q4_0,
+                              DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL};
+
+void check_kv_type(const char *which, DType type, int64_t head_size, bool flash_attn) {
+    if (std::find(std::begin(kKvTypes), std::end(kKvTypes), type) == std::end(kKvTypes)) {
+        std::string names;
+        for (const DType t : kKvTypes)
+            names += fmt::format("{}{}", names.empty() ? "" : ", ", dtype_name(t));
+        fail("context", "{} cache type {} is not supported ({})", which, dtype_name(type), names);
     }
+    if (type != DType::F32 && type != DType::F16 && !flash_attn) {
+        fail("context", "a {} cache of type {} needs flash attention (--flash-attn on)", which,
+             dtype_name(type));
+    }
+    if (head_size % traits(type).block_size != 0) {
+        fail("context", "{} cache type {}: the head size {} is not a multiple of its block of {}",
+             which, dtype_name(type), head_size, traits(type).block_size);
+    }
+}
+
+KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
+    const HParams &hp = model.hparams();
+    check_kv_type("K", o.type_k, hp.n_embd_head_k, o.flash_attn);
+    // Latent attention reads V out of K's rows: it has no V cache of its own.
+    if (!hp.is_mla) check_kv_type("V", o.type_v, hp.n_embd_head_v, o.flash_attn);
     const int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : model.hparams().n_ctx_train;
     if (o.n_seq_max <= 0) fail("context", "n_seq_max {} must be positive", o.n_seq_max);
     const int n_stream = o.kv_unified ? 1 : o.n_seq_max;
@@ -42,8 +68,8 @@ KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
              n_ctx, n_stream);
     }
     return {.size = n_ctx,
-            .type_k = o.kv_type,
-            .type_v = o.kv_type,
+            .type_k = o.type_k,
+            .type_v = o.type_v,
             // The naive attention multiplies V transposed; flash attention reads it as stored.
             .v_trans = !o.flash_attn,
             .k_only = model.hparams().is_mla,

@@ -23,7 +23,11 @@ struct ContextOptions {
     int64_t n_ubatch = 512;  // most tokens one graph computes
     int n_threads = 0;       // 0: one per core
     bool flash_attn = false;
-    DType kv_type = DType::F16;
+    // The KV cache's types (llama.cpp's -ctk / -ctv): F32, F16, BF16 or a block format (Q8_0,
+    // Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) in whole blocks per head; all but F32 and F16 need flash
+    // attention, which reads them as stored.
+    DType type_k = DType::F16;
+    DType type_v = DType::F16;
     int n_seq_max = 1;  // sequence ids are 0 .. n_seq_max - 1
     // One KV region for all sequences (seq_cp between any two), or one stream per sequence
     // (n_ctx / n_seq_max cells each), which makes each sequence's results independent of the

@@ -223,29 +223,29 @@ std::vector<int32_t> KvCache::take_shift() {
 
 Tensor *KvCache::k_view(loom::Context &ctx, int64_t il, int64_t n_kv, int stream0, int ns) const {
     Tensor *k = k_[layer_index(il)];
-    const int64_t head = hp_.n_embd_head_k;
-    const size_t elt = traits(k->type).type_size;
-    return view_4d(ctx, k, head, n_kv, hp_.n_head_kv, ns, k->nb[1], head * elt, k->nb[2],
-                   size_t(stream0) * k->nb[2]);
+    // A head's bytes: whole blocks for a block format.
+    const size_t head_bytes = row_size(k->type, hp_.n_embd_head_k);
+    return view_4d(ctx, k, hp_.n_embd_head_k, n_kv, hp_.n_head_kv, ns, k->nb[1], head_bytes,
+                   k->nb[2], size_t(stream0) * k->nb[2]);
 }
 
 Tensor *KvCache::v_view(loom::Context &ctx, int64_t il, int64_t n_kv, int stream0, int ns) const {
     if (params_.k_only) {  // the first n_embd_head_v values of each K head
         Tensor *k = k_[layer_index(il)];
-        const size_t head_bytes = size_t(hp_.n_embd_head_k) * traits(k->type).type_size;
+        const size_t head_bytes = row_size(k->type, hp_.n_embd_head_k);
         return view_4d(ctx, k, hp_.n_embd_head_v, n_kv, hp_.n_head_kv, ns, k->nb[1], head_bytes,
                        k->nb[2], size_t(stream0) * k->nb[2]);
     }
     Tensor *v = v_[layer_index(il)];
     const int64_t head = hp_.n_embd_head_v;
-    const size_t elt = traits(v->type).type_size;
     const size_t offset = size_t(stream0) * v->nb[2];
     if (params_.v_trans) {
         // element (cell, d) of head h at row h * head + d of the stream
         return view_4d(ctx, v, n_kv, head, hp_.n_head_kv, ns, v->nb[1], v->nb[1] * size_t(head),
                        v->nb[2], offset);
     }
-    return view_4d(ctx, v, head, n_kv, hp_.n_head_kv, ns, v->nb[1], head * elt, v->nb[2], offset);
+    return view_4d(ctx, v, head, n_kv, hp_.n_head_kv, ns, v->nb[1], row_size(v->type, head),
+                   v->nb[2], offset);
 }
 
 Tensor *KvCache::store_k(loom::Context &ctx, int64_t il, Tensor *k_cur, Tensor *k_idxs) const {

@@ -67,9 +67,13 @@ struct loom_context_params {
     uint32_t n_seq_max; /* sequence ids 0 .. n_seq_max - 1 */
     int32_t n_threads;  /* 0: one per core */
     bool flash_attn;
-    bool kv_unified;     /* one KV region for all sequences (false: one stream each) */
-    bool embeddings;     /* keep each output's final hidden state (loom_get_embeddings_ith) */
-    const char *kv_type; /* "f16" (NULL: the default), "f32" or "bf16" */
+    bool kv_unified; /* one KV region for all sequences (false: one stream each) */
+    bool embeddings; /* keep each output's final hidden state (loom_get_embeddings_ith) */
+    /* The KV cache's K and V types as llama.cpp spells them (-ctk / -ctv): "f16" (NULL: the
+     * default), "f32", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"; all but f32
+     * and f16 need flash_attn. */
+    const char *type_k;
+    const char *type_v;
 };
 LOOM_API struct loom_context_params loom_context_default_params(void);
 

@@ -142,7 +142,9 @@ class Context:
     """A KV cache and decode state over a model (which must outlive it)."""
 
     def __init__(self, model, n_ctx=4096, n_batch=2048, n_seq_max=1, n_threads=0,
-                 flash_attn=False, kv_type=None, embeddings=False):
+                 flash_attn=False, kv_type=None, type_k=None, type_v=None, embeddings=False):
+        """kv_type sets the KV cache's K and V types ("f16", "f32", "q8_0", ...); type_k and
+        type_v set one each (all but f32 and f16 need flash_attn)."""
         params = lib().loom_context_default_params()
         params.n_ctx = n_ctx
         params.n_batch = n_batch
@@ -151,7 +153,9 @@ class Context:
         params.n_threads = n_threads
         params.flash_attn = flash_attn
         params.embeddings = embeddings
-        params.kv_type = kv_type.encode() if kv_type else None
+        type_k, type_v = type_k or kv_type, type_v or kv_type
+        params.type_k = type_k.encode() if type_k else None
+        params.type_v = type_v.encode() if type_v else None
         self.model = model
         self._handle = lib().loom_context_new(model._handle, params)
         if not self._handle:

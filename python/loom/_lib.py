@@ -24,7 +24,8 @@ class ContextParams(ctypes.Structure):
         ("flash_attn", ctypes.c_bool),
         ("kv_unified", ctypes.c_bool),
         ("embeddings", ctypes.c_bool),
-        ("kv_type", ctypes.c_char_p),
+        ("type_k", ctypes.c_char_p),
+        ("type_v", ctypes.c_char_p),
     ]
 
 

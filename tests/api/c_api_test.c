@@ -53,7 +53,7 @@ static struct loom_context_params fixture_params(void) {
     struct loom_context_params p = loom_context_default_params();
     p.n_ctx = 256;
     p.n_threads = 2;
-    p.kv_type = "f32"; /* the fixture's setting */
+    p.type_k = p.type_v = "f32"; /* the fixture's setting */
     return p;
 }
 
@@ -195,7 +195,7 @@ static void check_state(const loom_model *model, const loom_token *prompt, int n
           "a missing file");
 
     struct loom_context_params f16 = fixture_params();
-    f16.kv_type = "f16";
+    f16.type_k = f16.type_v = "f16";
     loom_context *other = loom_context_new(model, f16);
     CHECK(!loom_state_seq_load_file(other, path, 0, tokens, 256, &n_tokens), "another KV type");
     CHECK(strstr(loom_last_error(), "KV type") != NULL, "says so");
@@ -233,7 +233,7 @@ static void check_bad_input(const loom_model *model) {
     CHECK(loom_seq_pos_max(ctx, 0) == -1, "nothing decoded");
     CHECK(loom_decode(ctx, loom_batch_get_one(&bad, 0)) == -1, "an empty batch");
     struct loom_context_params p = fixture_params();
-    p.kv_type = "q9_9";
+    p.type_k = "q9_9";
     CHECK(loom_context_new(model, p) == NULL, "an unknown KV type");
     CHECK(strstr(loom_last_error(), "q9_9") != NULL, "named");
     CHECK(loom_token_to_piece(model, -3, NULL, 0, false) == INT32_MIN, "a token out of range");

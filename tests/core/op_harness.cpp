@@ -221,6 +221,17 @@ std::vector<double> CaseEnv::permutation(int64_t n) {
 
 Tensor *CaseEnv::input(DType type, const Shape4 &ne, Layout layout, double lo, double hi) {
     Tensor *x = nullptr;
+    if (traits(type).is_quantized) {
+        // A block format: uniform rows quantized by the format's reference quantizer.
+        EXPECT_EQ(layout, Layout::contiguous) << "block formats are tested in contiguous rows";
+        x = ctx.new_tensor(type, {ne[0], ne[1], ne[2], ne[3]});
+        std::vector<float> row(static_cast<size_t>(ne[0]));
+        for (int64_t r = 0; r < x->nrows(); ++r) {
+            for (float &f : row) f = float(uniform(lo, hi));
+            traits(type).from_float(row.data(), static_cast<char *>(x->data) + r * x->nb[1], ne[0]);
+        }
+        return keep(x);
+    }
     switch (layout) {
         case Layout::contiguous:
             x = ctx.new_tensor(type, {ne[0], ne[1], ne[2], ne[3]});

@@ -97,10 +97,17 @@ double get(const Tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
             std::memcpy(&v, p, sizeof v);
             return double(v);
         }
-        default:  // block formats have no single elements; NaN fails any comparison
+        default:
             break;
     }
-    return std::numeric_limits<double>::quiet_NaN();
+    if (traits(t->type).is_quantized && t->nb[0] == traits(t->type).type_size) {
+        // A block format: element i0 of its row expanded (the format's own reference
+        // dequantizer, tested against llama.cpp's bytes in tests/quant).
+        std::vector<float> row(static_cast<size_t>(t->ne[0]));
+        traits(t->type).to_float(t->row_ptr(i1, i2, i3), row.data(), t->ne[0]);
+        return row[size_t(i0)];
+    }
+    return std::numeric_limits<double>::quiet_NaN();  // fails any comparison
 }
 
 Dense::Dense(const Shape4 &shape, double value) : ne(shape), v(size_t(count(shape)), value) {}

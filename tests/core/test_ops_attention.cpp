@@ -178,6 +178,14 @@ std::vector<FlashShape> flash_shapes() {
         {"long", 64, 64, 37, 150, 8, 2, f16},
         {"window", 64, 64, 21, 200, 4, 1, f16, 4},
         {"window_sinks", 32, 32, 9, 130, 4, 2, f32, 4, 0.0f, 0.0f, 0.0f, true},
+        // A quantized KV cache: every block format llama.cpp allows for K and V.
+        {"q8_0kv", 64, 64, 7, 70, 4, 2, DType::Q8_0},
+        {"q4_0kv", 64, 64, 1, 130, 8, 2, DType::Q4_0},
+        {"q4_1kv", 64, 64, 5, 33, 4, 4, DType::Q4_1},
+        {"q5_0kv", 128, 128, 3, 40, 4, 1, DType::Q5_0},
+        {"q5_1kv", 64, 64, 4, 65, 4, 2, DType::Q5_1, 2},
+        {"iq4_nlkv", 64, 64, 6, 37, 4, 2, DType::IQ4_NL},
+        {"q8_0kv_softcap_sinks", 32, 32, 5, 20, 4, 2, DType::Q8_0, 1, 0.0f, 0.0f, 3.0f, true},
     };
 }
 

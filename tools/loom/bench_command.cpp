@@ -23,6 +23,7 @@
 #include "loom/error.h"
 #include "tools/loom/bench_report.h"
 #include "tools/loom/commands.h"
+#include "tools/loom/model_options.h"
 
 namespace loom::tools {
 namespace {
@@ -37,7 +38,8 @@ struct BenchOptions {
     std::vector<int> n_batch{2048};
     std::vector<int> n_ubatch{512};
     std::vector<int> flash_attn{0};
-    std::vector<std::string> kv_type{"f16"};
+    std::vector<std::string> type_k{"f16"};  // --cache-type-k (-ctk), or --kv-type for both
+    std::vector<std::string> type_v{"f16"};  // --cache-type-v (-ctv)
     int repetitions = 5;
     std::string output = "md";
     bool warmup = true;
@@ -48,7 +50,7 @@ struct BenchOptions {
 struct Instance {
     int n_threads, n_batch, n_ubatch;
     bool flash_attn;
-    std::string kv_type;
+    std::string type_k, type_v;
     int n_prompt, n_gen;
     int n_depth;  // tokens decoded (untimed) before each sample, as llama-bench's -d
 };
@@ -92,13 +94,13 @@ class Runner {
         : model_(model), rng_(seed) {
         const int64_t needed = std::max(1, inst.n_depth + inst.n_prompt + inst.n_gen);
         ctx_ = std::make_unique<engine::Context>(
-            model,
-            engine::ContextOptions{.n_ctx = engine::whole_windows(needed),
-                                   .n_batch = inst.n_batch,
-                                   .n_ubatch = inst.n_ubatch,
-                                   .n_threads = inst.n_threads,
-                                   .flash_attn = inst.flash_attn,
-                                   .kv_type = inst.kv_type == "f32" ? DType::F32 : DType::F16});
+            model, engine::ContextOptions{.n_ctx = engine::whole_windows(needed),
+                                          .n_batch = inst.n_batch,
+                                          .n_ubatch = inst.n_ubatch,
+                                          .n_threads = inst.n_threads,
+                                          .flash_attn = inst.flash_attn,
+                                          .type_k = kv_cache_type(inst.type_k, "--cache-type-k"),
+                                          .type_v = kv_cache_type(inst.type_v, "--cache-type-v")});
     }
 
     // One run from an empty cache: n_depth tokens in batches, untimed, then the timed test:
@@ -208,10 +210,12 @@ std::vector<Instance> instances(const BenchOptions &o) {
         for (const int b : o.n_batch)
             for (const int ub : o.n_ubatch)
                 for (const int fa : o.flash_attn)
-                    for (const std::string &kv : o.kv_type)
-                        for (const int d : o.n_depth)
-                            for (const auto &[p, n] : tests)
-                                out.push_back({t, b, std::min(ub, b), fa != 0, kv, p, n, d});
+                    for (const std::string &tk : o.type_k)
+                        for (const std::string &tv : o.type_v)
+                            for (const int d : o.n_depth)
+                                for (const auto &[p, n] : tests)
+                                    out.push_back(
+                                        {t, b, std::min(ub, b), fa != 0, tk, tv, p, n, d});
     return out;
 }
 
@@ -220,9 +224,8 @@ void run_bench(const BenchOptions &o, const BenchColumns &columns) {
     for (const int d : o.n_depth) {
         if (d < 0) fail("bench", "-d {}: a depth is a count of tokens, 0 or more", d);
     }
-    for (const std::string &kv : o.kv_type) {
-        if (kv != "f16" && kv != "f32") fail("bench", "--kv-type {}: f16 or f32", kv);
-    }
+    for (const std::string &kv : o.type_k) kv_cache_type(kv, "--cache-type-k");
+    for (const std::string &kv : o.type_v) kv_cache_type(kv, "--cache-type-v");
     warn_if_busy();
     const BenchEnvironment env{.cpu_info = cpu_model_name(), .build_commit = LOOM_BUILD_COMMIT};
     const bool json = o.output == "json";
@@ -242,7 +245,8 @@ void run_bench(const BenchOptions &o, const BenchColumns &columns) {
                           .n_batch = inst.n_batch,
                           .n_ubatch = inst.n_ubatch,
                           .n_threads = inst.n_threads,
-                          .type_k = inst.kv_type,
+                          .type_k = inst.type_k,
+                          .type_v = inst.type_v,
                           .flash_attn = inst.flash_attn,
                           .n_prompt = inst.n_prompt,
                           .n_gen = inst.n_gen,
@@ -300,9 +304,18 @@ void add_bench_command(CLI::App &app, int &exit_code) {
     command->add_option("--flash-attn", o->flash_attn, "flash attention, 0 or 1")
         ->delimiter(',')
         ->capture_default_str();
-    command->add_option("--kv-type", o->kv_type, "KV cache types, f16 or f32")
+    command->add_option("--cache-type-k", o->type_k, "KV cache K types (-ctk): f16, f32, q8_0, ...")
         ->delimiter(',')
         ->capture_default_str();
+    command->add_option("--cache-type-v", o->type_v, "KV cache V types (-ctv)")
+        ->delimiter(',')
+        ->capture_default_str();
+    command
+        ->add_option_function<std::vector<std::string>>(
+            "--kv-type",
+            [o](const std::vector<std::string> &types) { o->type_k = o->type_v = types; },
+            "KV cache types of both K and V")
+        ->delimiter(',');
     command->add_option("-r,--repetitions", o->repetitions, "runs of each test")
         ->capture_default_str();
     command->add_option("-o,--output", o->output, "output format")
@@ -312,9 +325,11 @@ void add_bench_command(CLI::App &app, int &exit_code) {
     command->add_flag("--profile", o->profile,
                       "print to stderr where each test's time goes, per kind of node");
     command->callback([command, o, &exit_code] {
-        const BenchColumns columns{.n_batch = command->count("-b") > 0,
-                                   .flash_attn = command->count("--flash-attn") > 0,
-                                   .type_k = command->count("--kv-type") > 0};
+        const BenchColumns columns{
+            .n_batch = command->count("-b") > 0,
+            .flash_attn = command->count("--flash-attn") > 0,
+            .type_k = command->count("--kv-type") > 0 || command->count("--cache-type-k") > 0,
+            .type_v = command->count("--kv-type") > 0 || command->count("--cache-type-v") > 0};
         run_bench(*o, columns);
         exit_code = 0;
     });

@@ -47,7 +47,7 @@ nlohmann::ordered_json to_json(const BenchResult &r, const BenchEnvironment &env
             {"n_ubatch", r.n_ubatch},
             {"n_threads", r.n_threads},
             {"type_k", r.type_k},
-            {"type_v", r.type_k},
+            {"type_v", r.type_v},
             {"n_gpu_layers", 0},
             {"flash_attn", r.flash_attn},
             {"use_mmap", true},
@@ -100,6 +100,7 @@ std::string bench_markdown_header(const BenchColumns &c) {
         "| ------------------------------ | ---------: | ---------: | ------- | ------: |";
     if (c.n_batch) names += fmt::format(" {:>7} |", "n_batch"), rule += " ------: |";
     if (c.type_k) names += fmt::format(" {:>6} |", "type_k"), rule += " -----: |";
+    if (c.type_v) names += fmt::format(" {:>6} |", "type_v"), rule += " -----: |";
     if (c.flash_attn) names += fmt::format(" {:>2} |", "fa"), rule += " -: |";
     names += fmt::format(" {:>15} | {:>20} |", "test", "t/s");
     rule += " --------------: | -------------------: |";
@@ -112,6 +113,7 @@ std::string bench_markdown_row(const BenchResult &r, const BenchColumns &c) {
                     size_text(r.model_size), params_text(r.model_n_params), "CPU", r.n_threads);
     if (c.n_batch) row += fmt::format(" {:>7} |", r.n_batch);
     if (c.type_k) row += fmt::format(" {:>6} |", r.type_k);
+    if (c.type_v) row += fmt::format(" {:>6} |", r.type_v);
     if (c.flash_attn) row += fmt::format(" {:>2} |", r.flash_attn ? 1 : 0);
     const std::string ts = fmt::format("{:.2f} ± {:.2f}", r.avg_ts(), r.stddev_ts());
     // fmt pads by code points, and "±" is one

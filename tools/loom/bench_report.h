@@ -12,7 +12,7 @@ struct BenchResult {
     std::string model_filename, model_type;
     uint64_t model_size = 0, model_n_params = 0;
     int n_batch = 0, n_ubatch = 0, n_threads = 0;
-    std::string type_k;
+    std::string type_k, type_v;
     bool flash_attn = false;
     int n_prompt = 0, n_gen = 0;
     int n_depth = 0;                 // tokens already in the cache when each sample starts
@@ -36,7 +36,7 @@ struct BenchEnvironment {
 // Which columns the markdown table shows beyond model, size, params, backend, threads, test
 // and t/s: those the user varied.
 struct BenchColumns {
-    bool n_batch = false, flash_attn = false, type_k = false;
+    bool n_batch = false, flash_attn = false, type_k = false, type_v = false;
 };
 
 std::string bench_markdown_header(const BenchColumns &columns);

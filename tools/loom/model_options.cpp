@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <optional>
+
+#include "loom/error.h"
 
 namespace loom::tools {
 
@@ -29,8 +32,11 @@ void add_model_options(CLI::App &command, ModelOptions &options, const std::stri
         ->capture_default_str()
         ->check(CLI::IsMember({"on", "off", "auto"}));
     command.add_option("--kv-type", options.kv_type, "type of the KV cache's K and V")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"f16", "f32"}));
+        ->capture_default_str();
+    command.add_option("--cache-type-k", options.cache_type_k,
+                       "type of the KV cache's K (-ctk): f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, "
+                       "q5_1, iq4_nl; all but f32 and f16 need flash attention");
+    command.add_option("--cache-type-v", options.cache_type_v, "type of its V (-ctv), the same");
     command.add_flag("--swa-full", options.swa_full,
                      "sliding-window layers keep a cache as large as the others' (more memory; a "
                      "cut-back conversation never needs its prompt decoded again)");
@@ -69,10 +75,21 @@ int64_t context_size(const char *command, int64_t requested, bool given,
     return n_ctx_max;
 }
 
+DType kv_cache_type(const std::string &name, const char *flag) {
+    const std::optional<DType> type = dtype_from_name(name);
+    if (!type) fail("options", "{} {}: not a type (f32, f16, bf16, q8_0, q4_0, ...)", flag, name);
+    return *type;
+}
+
 engine::ContextOptions context_options(const ModelOptions &options) {
+    const DType both = kv_cache_type(options.kv_type, "--kv-type");
+    const auto either = [&](const std::string &name, const char *flag) {
+        return name.empty() ? both : kv_cache_type(name, flag);
+    };
     return {.n_threads = options.n_threads,
             .flash_attn = flash_attn_enabled(options.flash_attn),
-            .kv_type = options.kv_type == "f32" ? DType::F32 : DType::F16,
+            .type_k = either(options.cache_type_k, "--cache-type-k"),
+            .type_v = either(options.cache_type_v, "--cache-type-v"),
             .swa_full = options.swa_full};
 }
 

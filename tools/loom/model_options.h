@@ -16,12 +16,15 @@ struct ModelOptions {
     std::string path;
     int n_threads = 0;  // 0: one per core
     std::string flash_attn;
-    std::string kv_type;
-    bool swa_full = false;  // sliding-window layers keep a full-size cache
+    std::string kv_type;       // --kv-type: K and V
+    std::string cache_type_k;  // --cache-type-k (-ctk): K alone; empty: kv_type
+    std::string cache_type_v;  // --cache-type-v (-ctv): V alone; empty: kv_type
+    bool swa_full = false;     // sliding-window layers keep a full-size cache
 };
 
-// Adds -m/--model (required), -t/--threads, --flash-attn on|off|auto (default `default_flash`)
-// --kv-type f16|f32 (default `default_kv_type`) and --swa-full to `command`, bound to `options`.
+// Adds -m/--model (required), -t/--threads, --flash-attn on|off|auto (default `default_flash`),
+// --kv-type (default `default_kv_type`), --cache-type-k / --cache-type-v (-ctk / -ctv, which
+// override it for K or V) and --swa-full to `command`, bound to `options`.
 void add_model_options(CLI::App &command, ModelOptions &options, const std::string &default_kv_type,
                        const std::string &default_flash = "auto");
 
@@ -42,7 +45,12 @@ void add_context_shift_options(CLI::App &command, bool &context_shift, int32_t &
 // with YaRN), with a warning on stderr naming `command` when an asked-for size (`given`) is cut.
 int64_t context_size(const char *command, int64_t requested, bool given, const engine::HParams &hp);
 
-// ContextOptions with the threads, flash attention and KV type of `options`; the rest default.
+// ContextOptions with the threads, flash attention and KV types of `options`; the rest default.
+// loom::Error for a KV type that is not one (the context checks which it supports).
 engine::ContextOptions context_options(const ModelOptions &options);
+
+// The KV cache type named `name` (f32, f16, bf16, q8_0, q4_0, ... as llama.cpp spells them);
+// loom::Error naming `flag` for anything else.
+DType kv_cache_type(const std::string &name, const char *flag);
 
 }  // namespace loom::tools

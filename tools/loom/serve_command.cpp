@@ -89,7 +89,8 @@ void add_serve_command(CLI::App &app, int &exit_code) {
         o->model_path = model->path;
         o->n_threads = context.n_threads;
         o->flash_attn = context.flash_attn;
-        o->kv_type = context.kv_type;
+        o->type_k = context.type_k;
+        o->type_v = context.type_v;
         serve(*o);
         exit_code = 0;
     });

@@ -16,7 +16,7 @@ namespace {
 using Tokens = std::vector<int32_t>;
 
 ContextOptions options() {
-    return {.n_ctx = 64, .n_threads = 2, .kv_type = DType::F32};
+    return {.n_ctx = 64, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32};
 }
 
 std::vector<float> fresh_logits(const Model &model, const Tokens &tokens) {

@@ -31,7 +31,8 @@ std::vector<std::vector<float>> generate_together(const Model &model,
                         .n_ubatch = setup.n_ubatch,
                         .n_threads = setup.n_threads,
                         .flash_attn = flash,
-                        .kv_type = setup.kv_type,
+                        .type_k = setup.kv_type,
+                        .type_v = setup.kv_type,
                         .n_seq_max = n,
                         .kv_unified = false});
     std::vector<std::vector<float>> out(static_cast<size_t>(n));

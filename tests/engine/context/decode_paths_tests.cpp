@@ -59,7 +59,7 @@ class ContextDecodePaths : public ::testing::Test {
         model_ = Model::load(f.model_path);
     }
     ContextOptions options(DType kv_type = DType::F32) const {
-        return {.n_ctx = 256, .n_threads = 2, .kv_type = kv_type};
+        return {.n_ctx = 256, .n_threads = 2, .type_k = kv_type, .type_v = kv_type};
     }
     Tokens prompt_;
     std::unique_ptr<Model> model_;
@@ -279,7 +279,8 @@ std::vector<float> prompt_logits(const Model &model, const Tokens &prompt, int64
                         .n_ubatch = n_ubatch,
                         .n_threads = 2,
                         .flash_attn = flash_attn,
-                        .kv_type = DType::F32});
+                        .type_k = DType::F32,
+                        .type_v = DType::F32});
     return test::all_logits(ctx, prompt);
 }
 

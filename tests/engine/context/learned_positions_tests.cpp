@@ -28,7 +28,7 @@ TEST(LearnedPositions, SeqAddLeavesTheCachedKeysAlone) {
     const auto f = test::load_fixture("gpt2");
     ASSERT_FALSE(f.tokens.empty());
     const auto model = Model::load(f.model_path);
-    Context ctx(*model, {.n_ctx = 256, .n_threads = 2, .kv_type = DType::F32});
+    Context ctx(*model, {.n_ctx = 256, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32});
     const size_t n = f.tokens.size() - 1;
     Batch batch;
     for (size_t i = 0; i < n; ++i) batch.add(f.tokens[i], Pos(i), 0, i + 1 == n);
@@ -49,7 +49,7 @@ TEST(LearnedPositions, PositionPastTheTableIsRefused) {
     const auto f = test::load_fixture("gpt2");
     const auto model = Model::load(f.model_path);
     const int64_t n_ctx_train = model->hparams().n_ctx_train;
-    Context ctx(*model, {.n_ctx = 512, .n_threads = 2, .kv_type = DType::F32});
+    Context ctx(*model, {.n_ctx = 512, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32});
     Batch batch;
     batch.add(f.tokens[0], Pos(n_ctx_train), 0, true);
     try {

@@ -53,7 +53,8 @@ ContextOptions exact_options(int n_seq_max) {
     return {.n_ctx = 256,
             .n_threads = 2,
             .flash_attn = false,
-            .kv_type = DType::F32,
+            .type_k = DType::F32,
+            .type_v = DType::F32,
             .n_seq_max = n_seq_max};
 }
 
@@ -195,7 +196,7 @@ TEST(ContextMultiseq, FlashAttentionBatchedMatchesAlone) {
     const auto model = Model::load(c.model_path);
     ContextOptions o = exact_options(3);
     o.flash_attn = true;
-    o.kv_type = DType::F16;
+    o.type_k = o.type_v = DType::F16;
     Context ctx(*model, o);
     ctx.decode(last_token_logits(c.prompts));
     for (size_t s = 0; s < c.prompts.size(); ++s) {

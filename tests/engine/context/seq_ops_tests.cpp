@@ -28,7 +28,8 @@ ContextOptions exact_options(DType kv_type = DType::F32, int n_seq_max = 1, bool
     return {.n_ctx = 256,
             .n_threads = 2,
             .flash_attn = flash,
-            .kv_type = kv_type,
+            .type_k = kv_type,
+            .type_v = kv_type,
             .n_seq_max = n_seq_max};
 }
 

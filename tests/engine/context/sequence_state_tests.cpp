@@ -157,7 +157,7 @@ TEST_F(SequenceStateRefusals, AnotherModel) {
 
 TEST_F(SequenceStateRefusals, AnotherKvType) {
     expect_refused(bytes_, "another KV type",
-                   {.n_ctx = 256, .n_threads = 2, .kv_type = DType::F32});
+                   {.n_ctx = 256, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32});
 }
 
 TEST_F(SequenceStateRefusals, NoRoomInASmallerContext) {

@@ -29,7 +29,8 @@ class SlidingWindow : public ::testing::TestWithParam<const char *> {
         return {.n_ctx = 192,  // 64 cells for each of three streams
                 .n_ubatch = n_ubatch,
                 .n_threads = 2,
-                .kv_type = DType::F32,
+                .type_k = DType::F32,
+                .type_v = DType::F32,
                 .n_seq_max = n_seq_max,
                 .kv_unified = unified};
     }

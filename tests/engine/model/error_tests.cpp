@@ -203,7 +203,7 @@ TEST(HostMemory, AllocationPastWhatIsAvailableIsRefused) {
 }
 
 TEST_F(DecodeErrors, TokenOutOfRange) {
-    Context ctx(*model_, {.n_ctx = 64, .n_threads = 2, .kv_type = DType::F32});
+    Context ctx(*model_, {.n_ctx = 64, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32});
     Batch bad = prompt_batch(5);
     bad.tokens[3] = 512;  // n_vocab = 512
     const std::string msg = error_of([&] { ctx.decode(bad); });
@@ -215,7 +215,9 @@ TEST_F(DecodeErrors, TokenOutOfRange) {
 }
 
 TEST_F(DecodeErrors, SequenceIdPastNSeqMax) {
-    Context ctx(*model_, {.n_ctx = 64, .n_threads = 2, .kv_type = DType::F32, .n_seq_max = 2});
+    Context ctx(
+        *model_,
+        {.n_ctx = 64, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32, .n_seq_max = 2});
     Batch bad = prompt_batch(5);
     bad.seq_id[4] = 2;
     const std::string msg = error_of([&] { ctx.decode(bad); });
@@ -228,7 +230,7 @@ TEST_F(DecodeErrors, SequenceIdPastNSeqMax) {
 }
 
 TEST_F(DecodeErrors, PromptLongerThanTheContext) {
-    Context ctx(*model_, {.n_ctx = 16, .n_threads = 2, .kv_type = DType::F32});
+    Context ctx(*model_, {.n_ctx = 16, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32});
     const std::string msg = error_of([&] { ctx.decode(prompt_batch(20)); });
     EXPECT_NE(msg.find("20 more tokens"), std::string::npos) << msg;
     EXPECT_NE(msg.find("16"), std::string::npos) << msg;
@@ -237,7 +239,7 @@ TEST_F(DecodeErrors, PromptLongerThanTheContext) {
 }
 
 TEST_F(DecodeErrors, FullContextRefusesTheNextTokenAndKeepsItsCells) {
-    Context ctx(*model_, {.n_ctx = 16, .n_threads = 2, .kv_type = DType::F32});
+    Context ctx(*model_, {.n_ctx = 16, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32});
     ctx.decode(prompt_batch(16));
     Batch next;
     next.add(prompt_[16], 16, 0, true);
@@ -255,7 +257,9 @@ TEST_F(DecodeErrors, FullContextRefusesTheNextTokenAndKeepsItsCells) {
 }
 
 TEST_F(DecodeErrors, MalformedBatches) {
-    Context ctx(*model_, {.n_ctx = 64, .n_batch = 8, .n_threads = 2, .kv_type = DType::F32});
+    Context ctx(
+        *model_,
+        {.n_ctx = 64, .n_batch = 8, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32});
     EXPECT_NE(error_of([&] { ctx.decode(Batch{}); }).find("empty"), std::string::npos);
     const std::string too_big = error_of([&] { ctx.decode(prompt_batch(9)); });
     EXPECT_NE(too_big.find("n_batch = 8"), std::string::npos) << too_big;
@@ -271,7 +275,9 @@ TEST_F(DecodeErrors, MalformedBatches) {
 
 // KV operations name a sequence the context does not have.
 TEST_F(DecodeErrors, KvOperationsCheckSequenceIds) {
-    Context ctx(*model_, {.n_ctx = 64, .n_threads = 2, .kv_type = DType::F32, .n_seq_max = 2});
+    Context ctx(
+        *model_,
+        {.n_ctx = 64, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32, .n_seq_max = 2});
     const std::string msg = error_of([&] { ctx.memory().seq_cp(0, 2, 0, -1); });
     EXPECT_NE(msg.find("sequence id 2 is outside 0..1"), std::string::npos) << msg;
     EXPECT_THROW(ctx.memory().seq_add(-1, 0, -1, 3), Error);
@@ -282,7 +288,7 @@ TEST_F(DecodeErrors, KvOperationsCheckSequenceIds) {
 
 // Positions must follow on from the cache (and within the batch) one at a time.
 TEST_F(DecodeErrors, PositionsThatSkipOrRepeat) {
-    Context ctx(*model_, {.n_ctx = 64, .n_threads = 2, .kv_type = DType::F32});
+    Context ctx(*model_, {.n_ctx = 64, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32});
     ctx.decode(prompt_batch(4));
     Batch gap;
     gap.add(prompt_[4], 6, 0, true);

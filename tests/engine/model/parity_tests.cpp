@@ -32,7 +32,8 @@ std::unique_ptr<Context> make_context(const Model &model, const Fixture &f, int6
                                                            .n_ubatch = n_ubatch,
                                                            .n_threads = 2,
                                                            .flash_attn = o.flash_attn,
-                                                           .kv_type = o.kv_type});
+                                                           .type_k = o.kv_type,
+                                                           .type_v = o.kv_type});
 }
 
 struct Case {

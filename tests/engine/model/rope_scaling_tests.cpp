@@ -45,7 +45,11 @@ TEST_P(RopeScalingTest, LogitsMatchLlamaCpp) {
     test::write_rope_variant(GetParam(), f.model_path, path);
     const auto model = Model::load(path);
     // llama.cpp's context was 256 cells: LongRoPE chooses its factors by it.
-    Context ctx(*model, {.n_ctx = 256, .n_threads = 2, .flash_attn = false, .kv_type = DType::F32});
+    Context ctx(*model, {.n_ctx = 256,
+                         .n_threads = 2,
+                         .flash_attn = false,
+                         .type_k = DType::F32,
+                         .type_v = DType::F32});
     const std::vector<float> got = test::all_logits(ctx, f.tokens);
     const std::vector<float> want = reference_logits(GetParam().name, got.size());
     EXPECT_LT(nmse(got, want), 1e-10);

@@ -27,9 +27,11 @@ TEST_P(ArchSettings, LogitsStayCloseToTheExactSetting) {
     const test::Fixture f = test::load_fixture(fixture);
     ASSERT_FALSE(f.logits.empty());
     const auto model = Model::load(f.model_path);
-    Context ctx(
-        *model,
-        {.n_ctx = 512, .n_threads = 2, .flash_attn = setting.flash, .kv_type = setting.kv_type});
+    Context ctx(*model, {.n_ctx = 512,
+                         .n_threads = 2,
+                         .flash_attn = setting.flash,
+                         .type_k = setting.kv_type,
+                         .type_v = setting.kv_type});
     const std::vector<float> got = test::all_logits(ctx, f.tokens);
     // gpt-oss quantizes each activation to Q8_0 for its MXFP4 experts, which turns the F16
     // cache's roundings into others: llama.cpp's own F16-cache logits are 4.7e-5 from its exact
@@ -52,9 +54,11 @@ TEST_P(VariantSettings, LogitsStayCloseToTheExactSetting) {
     const auto &[variant, setting] = GetParam();
     const test::Fixture f = test::load_fixture(variant.fixture);
     const auto model = Model::load(test::write_variant_model(variant, f));
-    Context ctx(
-        *model,
-        {.n_ctx = 256, .n_threads = 2, .flash_attn = setting.flash, .kv_type = setting.kv_type});
+    Context ctx(*model, {.n_ctx = 256,
+                         .n_threads = 2,
+                         .flash_attn = setting.flash,
+                         .type_k = setting.kv_type,
+                         .type_v = setting.kv_type});
     const std::vector<float> got = test::variant_logits(ctx, f);
     EXPECT_LT(test::nmse(got, test::variant_reference(variant.name, f.n_vocab)), 1e-5);
 }

@@ -31,7 +31,11 @@ TEST_P(VariantParity, LogitsMatchLlamaCpp) {
     const test::Fixture f = test::load_fixture(GetParam().fixture);
     const auto model = Model::load(test::write_variant_model(GetParam(), f));
     // llama.cpp's context was 256 cells; its iSWA cache then holds the whole prompt too.
-    Context ctx(*model, {.n_ctx = 256, .n_threads = 2, .flash_attn = false, .kv_type = DType::F32});
+    Context ctx(*model, {.n_ctx = 256,
+                         .n_threads = 2,
+                         .flash_attn = false,
+                         .type_k = DType::F32,
+                         .type_v = DType::F32});
     const std::vector<float> got = test::variant_logits(ctx, f);
     const std::vector<float> want = test::variant_reference(GetParam().name, f.n_vocab);
     ASSERT_EQ(got.size(), want.size());

@@ -297,7 +297,8 @@ TEST_F(Quantize, EveryTypeRunsNearTheSource) {
     ASSERT_FALSE(tokens.empty());
     const auto logits_of = [&](const std::string &path) {
         const auto model = Model::load(path, {.repack = true, .progress = false});
-        Context ctx(*model, {.n_ctx = 256, .n_threads = 2, .kv_type = DType::F32});
+        Context ctx(*model,
+                    {.n_ctx = 256, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32});
         return test::all_logits(ctx, tokens);
     };
     const std::vector<float> source = logits_of(fixture("llama-q-f32-source"));
@@ -323,7 +324,8 @@ TEST_F(Quantize, MoeFixturesRunNearTheSourceInMxfp4AndIq4) {
         ASSERT_FALSE(tokens.empty());
         const auto logits_of = [&](const std::string &path) {
             const auto model = Model::load(path, {.repack = true, .progress = false});
-            Context ctx(*model, {.n_ctx = 256, .n_threads = 2, .kv_type = DType::F32});
+            Context ctx(*model,
+                        {.n_ctx = 256, .n_threads = 2, .type_k = DType::F32, .type_v = DType::F32});
             return test::all_logits(ctx, tokens);
         };
         const std::vector<float> source = logits_of(fixture(name));

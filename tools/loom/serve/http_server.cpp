@@ -298,7 +298,8 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
                                            .n_batch = s.options.n_batch,
                                            .n_threads = s.options.n_threads,
                                            .flash_attn = s.options.flash_attn,
-                                           .kv_type = s.options.kv_type,
+                                           .type_k = s.options.type_k,
+                                           .type_v = s.options.type_v,
                                            .max_queue = s.options.max_queue,
                                            .context_shift = s.options.context_shift,
                                            .n_keep = s.options.n_keep});

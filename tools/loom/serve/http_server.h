@@ -27,7 +27,7 @@ struct ServeOptions {
     std::string api_key;                   // empty: no authentication
     engine::ChatFormatChoice chat_format;  // both empty: the GGUF's template
     bool flash_attn = false;
-    DType kv_type = DType::F16;
+    DType type_k = DType::F16, type_v = DType::F16;
     size_t max_body_bytes = size_t(1) << 20;
     int max_queue = 64;
     bool context_shift = false;  // shift a full slot's context instead of ending with "length"

@@ -85,7 +85,8 @@ engine::ContextOptions context_options(const SlotSchedulerOptions &o, int64_t sl
             .n_ubatch = std::min<int64_t>(o.n_batch, 512),
             .n_threads = o.n_threads,
             .flash_attn = o.flash_attn,
-            .kv_type = o.kv_type,
+            .type_k = o.type_k,
+            .type_v = o.type_v,
             .n_seq_max = o.n_parallel,
             // One stream per slot: a slot's results do not depend on the others'.
             .kv_unified = false};

@@ -29,7 +29,7 @@ struct SlotSchedulerOptions {
     int64_t n_batch = 512;
     int n_threads = 0;
     bool flash_attn = false;
-    DType kv_type = DType::F16;
+    DType type_k = DType::F16, type_v = DType::F16;
     int max_queue = 64;  // requests waiting for a slot before new ones are refused
     // A generation that fills its slot's context shifts it (engine/context/context_shift.h),
     // keeping BOS and the first n_keep prompt tokens, instead of ending with "length".
