@@ -371,35 +371,31 @@ bool loom_state_seq_load_file(loom_context *ctx, const char *path, loom_seq_id s
     });
 }
 
+// The sampling fields, named alike in SamplingParams and loom_sampler_params.
+// clang-format off
+#define LOOM_SAMPLER_FIELDS(X)                                                                     \
+    X(temperature) X(top_k) X(top_p) X(min_p) X(typical_p) X(repeat_penalty) X(frequency_penalty) \
+    X(presence_penalty) X(penalty_last_n) X(seed)
+// clang-format on
+#define LOOM_COPY_FIELD(name) to.name = from.name;
+
 struct loom_sampler_params loom_sampler_default_params(void) {
-    const SamplingParams d;
-    return {.temperature = d.temperature,
-            .top_k = d.top_k,
-            .top_p = d.top_p,
-            .min_p = d.min_p,
-            .typical_p = d.typical_p,
-            .repeat_penalty = d.repeat_penalty,
-            .frequency_penalty = d.frequency_penalty,
-            .presence_penalty = d.presence_penalty,
-            .penalty_last_n = d.penalty_last_n,
-            .seed = d.seed};
+    const SamplingParams from;
+    loom_sampler_params to{};
+    LOOM_SAMPLER_FIELDS(LOOM_COPY_FIELD)
+    return to;
 }
 
-loom_sampler *loom_sampler_new(struct loom_sampler_params p) {
+loom_sampler *loom_sampler_new(struct loom_sampler_params from) {
     return guarded<loom_sampler *>(nullptr, [&] {
-        const SamplingParams params{.temperature = p.temperature,
-                                    .top_k = p.top_k,
-                                    .top_p = p.top_p,
-                                    .min_p = p.min_p,
-                                    .typical_p = p.typical_p,
-                                    .repeat_penalty = p.repeat_penalty,
-                                    .frequency_penalty = p.frequency_penalty,
-                                    .presence_penalty = p.presence_penalty,
-                                    .penalty_last_n = p.penalty_last_n,
-                                    .seed = p.seed};
-        return new loom_sampler{Sampler(params)};
+        SamplingParams to;
+        LOOM_SAMPLER_FIELDS(LOOM_COPY_FIELD)
+        return new loom_sampler{Sampler(to)};
     });
 }
+
+#undef LOOM_COPY_FIELD
+#undef LOOM_SAMPLER_FIELDS
 
 void loom_sampler_free(loom_sampler *sampler) {
     delete sampler;

@@ -27,8 +27,30 @@ def _tokens(ids):
     return (_lib.c_token * max(1, len(ids)))(*ids), len(ids)
 
 
-class Model:
+class _Owned:
+    """An object holding a C handle, freed by close() (or `with`, or when collected)."""
+
+    _free = None  # the name of the library function that frees the handle
+
+    def close(self):
+        if getattr(self, "_handle", None):
+            getattr(lib(), self._free)(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Model(_Owned):
     """A GGUF model. `repack` copies the matrices into the CPU kernels' layout (faster decode)."""
+
+    _free = "loom_model_free"
 
     def __init__(self, path, repack=True):
         params = lib().loom_model_default_params()
@@ -43,20 +65,6 @@ class Model:
         self.n_ctx_train = lib().loom_model_n_ctx_train(self._handle)
         self.bos = lib().loom_token_bos(self._handle)
         self.eos = lib().loom_token_eos(self._handle)
-
-    def close(self):
-        if getattr(self, "_handle", None):
-            lib().loom_model_free(self._handle)
-            self._handle = None
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def tokenize(self, text, add_special=True, parse_special=False):
         data = text.encode()
@@ -138,8 +146,10 @@ class Model:
             return b"".join(self.token_piece(t) for t in out).decode(errors="replace")
 
 
-class Context:
+class Context(_Owned):
     """A KV cache and decode state over a model (which must outlive it)."""
+
+    _free = "loom_context_free"
 
     def __init__(self, model, n_ctx=4096, n_batch=2048, n_seq_max=1, n_threads=0,
                  flash_attn=False, kv_type=None, type_k=None, type_v=None, embeddings=False):
@@ -161,20 +171,6 @@ class Context:
         if not self._handle:
             raise _error("cannot make the context")
         self.n_ctx = lib().loom_n_ctx(self._handle)
-
-    def close(self):
-        if getattr(self, "_handle", None):
-            lib().loom_context_free(self._handle)
-            self._handle = None
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def decode(self, tokens, seq_id=0, all_logits=False):
         """Appends tokens to sequence seq_id; keeps the last token's logits, or every token's."""
@@ -219,8 +215,10 @@ class Context:
         lib().loom_memory_clear(self._handle)
 
 
-class Sampler:
+class Sampler(_Owned):
     """llama.cpp's default sampling chain; temperature 0 is greedy."""
+
+    _free = "loom_sampler_free"
 
     def __init__(self, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0,
                  seed=None):
@@ -235,11 +233,6 @@ class Sampler:
         self._handle = lib().loom_sampler_new(params)
         if not self._handle:
             raise _error("cannot make the sampler")
-
-    def __del__(self):
-        if getattr(self, "_handle", None):
-            lib().loom_sampler_free(self._handle)
-            self._handle = None
 
     def sample(self, ctx, i=-1):
         token = lib().loom_sampler_sample(self._handle, ctx._handle, i)
