@@ -128,7 +128,10 @@ TEST_P(SlidingWindow, ContextShiftMatchesAFullSizeWindowCache) {
         ctx.memory().seq_add(0, 32, -1, -28);
         results[swa_full] = decode(ctx, tail, 32, 1);
     }
-    EXPECT_LT(test::nmse(results[0], results[1]), 1e-8);
+    // The ring's cells after the shift lie in another order than the full cache's, so the scores
+    // are summed in another order: float noise (1.02e-8 measured at the baseline SSE2 level), where
+    // a cell seen wrongly moves the logits by more than 1e-4.
+    EXPECT_LT(test::nmse(results[0], results[1]), 1e-7);
 }
 
 TEST_P(SlidingWindow, APromptCutBackBehindTheWindowIsDecodedAgain) {
