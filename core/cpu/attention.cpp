@@ -383,11 +383,11 @@ void attend_tile(const Inputs &in, const Scratch &s, const TileRow *rows, int n_
         const auto *q_row = static_cast<const float *>(q->row_ptr(r.iq1, r.iq2, r.iq3));
         const DType q_type = block_k ? traits(k->type).vec_dot_type : k->type;
         if (block_k) {
-            traits(q_type).from_float(q_row, s.q_blocks + size_t(t) * s.q_blocks_stride, d);
+            traits(q_type).from_float_in_ops(q_row, s.q_blocks + size_t(t) * s.q_blocks_stride, d);
         } else if (q_type == DType::F32) {
             std::copy_n(q_row, d, qs[t]);
         } else {
-            traits(q_type).from_float(q_row, s.q_narrow, d);
+            traits(q_type).from_float_in_ops(q_row, s.q_narrow, d);
             traits(q_type).to_float(s.q_narrow, qs[t], d);
         }
         slope[t] = alibi_slope(in.max_bias, r.iq2, q->ne[2]);
@@ -553,7 +553,7 @@ bool readable(DType t, int64_t n) {
     if (is_float(t)) return true;
     const DTypeTraits &tr = traits(t);
     return tr.is_quantized && tr.to_float != nullptr && tr.vec_dot != nullptr &&
-           n % tr.block_size == 0 && traits(tr.vec_dot_type).from_float != nullptr &&
+           n % tr.block_size == 0 && traits(tr.vec_dot_type).from_float_in_ops != nullptr &&
            n % traits(tr.vec_dot_type).block_size == 0;
 }
 

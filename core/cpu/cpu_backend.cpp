@@ -37,11 +37,11 @@ const float *load_row(DType type, const void *p, size_t stride, int64_t n, float
 void store_row(DType type, const float *src, void *p, size_t stride, int64_t n) {
     const DTypeTraits &tr = traits(type);
     if (stride == tr.type_size) {
-        tr.from_float(src, p, n);
+        tr.from_float_in_ops(src, p, n);
         return;
     }
     auto *bytes = static_cast<std::byte *>(p);
-    for (int64_t i = 0; i < n; ++i) tr.from_float(src + i, bytes + size_t(i) * stride, 1);
+    for (int64_t i = 0; i < n; ++i) tr.from_float_in_ops(src + i, bytes + size_t(i) * stride, 1);
 }
 
 }  // namespace cpu

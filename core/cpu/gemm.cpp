@@ -346,7 +346,7 @@ size_t quantized_work_size(DType a_type, int64_t k, int64_t max_n) {
 
 void quantized_rows(const Job &job, int64_t K, int64_t mb, int64_t me, std::byte *work) {
     const DTypeTraits &t = traits(job.a_type);
-    const Quantizer quantize_column = activation_quantizer(t.vec_dot_type);
+    const Quantizer quantize_column = traits(t.vec_dot_type).from_float_in_ops;
     auto *buf = reinterpret_cast<float *>(work);
     std::byte *columns = work + round_up(size_t(K) * sizeof(float), 64);
     const size_t column_bytes = quantized_column_bytes(job.a_type, K);
@@ -383,14 +383,6 @@ void quantized_rows(const Job &job, int64_t K, int64_t mb, int64_t me, std::byte
 }
 
 }  // namespace
-
-// llama.cpp's CPU backend quantizes activations to Q8_0 / Q8_1 with routines of its own, not the
-// reference quantizer that writes files; other activation types use the reference.
-Quantizer activation_quantizer(DType type) {
-    if (type == DType::Q8_0) return quant::quantize_activations_q8_0;
-    if (type == DType::Q8_1) return quant::quantize_activations_q8_1;
-    return traits(type).from_float;
-}
 
 const WeightOps &weight_ops(DType type) {
     return kWeightOps[size_t(type)];

@@ -107,9 +107,9 @@ struct Problem {
     const void *ctx = nullptr;
 };
 
-// How a product quantizes its F32 columns to a block type (the weights' vec_dot_type).
+// How a product quantizes its F32 columns to a block type (the weights' vec_dot_type): the
+// type's from_float_in_ops.
 using Quantizer = void (*)(const float *x, void *y, int64_t n);
-Quantizer activation_quantizer(DType type);
 
 // Scratch bytes one thread needs for jobs of up to max_n columns with weights of a_type (64-byte
 // multiple).

@@ -68,7 +68,7 @@ void quantize_columns(const ComputeParams &params, const gemm::Problem &problem,
     const int64_t K = problem.k;
     const int64_t n_blocks = K / f.block;
     const size_t col_bytes = column_bytes(f, K);
-    const gemm::Quantizer quantize = gemm::activation_quantizer(f.act_type);
+    const gemm::Quantizer quantize = traits(f.act_type).from_float_in_ops;
 
     const int64_t n_jobs = problem.shared_columns ? 1 : problem.n_jobs;
     int64_t total = 0;

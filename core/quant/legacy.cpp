@@ -297,6 +297,9 @@ void fill_legacy_traits(TraitsTable &table) {
     set_row(table, DType::Q8_0, dequantize_q8_0, quantize_q8_0, DType::Q8_0, vec_dot_q8_0_q8_0,
             dot_q8_0_q8_0);
     set_row(table, DType::Q8_1, dequantize_q8_1, quantize_q8_1, DType::Q8_1, nullptr, nullptr);
+    // The Q8 activations (and a Q8_0 KV cache) are written by ggml's SIMD quantizer.
+    table[size_t(DType::Q8_0)].from_float_in_ops = quantize_activations_q8_0;
+    table[size_t(DType::Q8_1)].from_float_in_ops = quantize_activations_q8_1;
 }
 
 }  // namespace loom::quant::inline LOOM_ISA

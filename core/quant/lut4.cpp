@@ -178,6 +178,34 @@ void quantize_iq4_nl(const float *x, void *dst, int64_t n) {
     }
 }
 
+void quantize_row_iq4_nl(const float *x, void *dst, int64_t n) {
+    auto *y = blocks<BlockIQ4NL>(dst);
+    for (int64_t i = 0; i < n / QK; ++i) {
+        const float *xb = x + i * QK;
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < QK; ++j) {
+            if (std::fabs(xb[j]) > amax) {
+                amax = std::fabs(xb[j]);
+                max = xb[j];
+            }
+        }
+        // The codes for max at the table's end (-127), kept; the scale is the least-squares
+        // one for them, weights x^2.
+        const float id = amax < kGroupMaxEps ? 0.0f : 1.0f / (max / kValuesIq4nl[0]);
+        float sumqx = 0.0f, sumq2 = 0.0f;
+        uint8_t codes[QK];
+        for (int j = 0; j < QK; ++j) {
+            codes[j] = uint8_t(nearest_iq4(id * xb[j]));
+            const float q = kValuesIq4nl[codes[j]], w = xb[j] * xb[j];
+            sumqx += w * q * xb[j];
+            sumq2 += w * q * q;
+        }
+        const float d = amax >= kGroupMaxEps && sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
+        y[i].d = f32_to_fp16(d);
+        for (int j = 0; j < QK / 2; ++j) y[i].qs[j] = uint8_t(codes[j] | codes[j + QK / 2] << 4);
+    }
+}
+
 void quantize_iq4_xs(const float *x, void *dst, int64_t n) {
     auto *y = blocks<BlockIQ4XS>(dst);
     constexpr int kSub = QK_K / QK;
@@ -267,6 +295,7 @@ void fill_lut4_traits(TraitsTable &table) {
     DTypeTraits &nl = table[size_t(DType::IQ4_NL)];
     nl.to_float = dequantize_iq4_nl;
     nl.from_float = quantize_iq4_nl;
+    nl.from_float_in_ops = quantize_row_iq4_nl;
     nl.vec_dot_type = DType::Q8_0;
     nl.vec_dot = vec_dot_iq4_nl_q8_0;
     nl.vec_dot_scalar = dot_iq4_nl_q8_0_generic;

@@ -75,6 +75,10 @@ void dequantize_mxfp4(const void *x, float *y, int64_t n);
 // ggml_quantize_chunk): each 32-block's scale fitted by least squares over 15 trial scales, then
 // for IQ4_XS the 8 scales expressed in 6 bits of the super-block's F16 scale.
 void quantize_iq4_nl(const float *x, void *y, int64_t n);
+// The IQ4_NL rows ggml's CPU backend writes in its ops (quantize_row_iq4_nl_ref: a KV cache row):
+// the codes nearest to x at the scale that maps the block's signed largest value to the table's
+// end (-127), then the least-squares scale for those codes, without the trials.
+void quantize_row_iq4_nl(const float *x, void *y, int64_t n);
 void dequantize_iq4_nl(const void *x, float *y, int64_t n);
 void quantize_iq4_xs(const float *x, void *y, int64_t n);
 void dequantize_iq4_xs(const void *x, float *y, int64_t n);

@@ -88,6 +88,7 @@ const TraitsTable &traits_table() {
      .is_quantized = (block_size_) > 1,                      \
      .to_float = converters(DType::name_).to_float,          \
      .from_float = converters(DType::name_).from_float,      \
+     .from_float_in_ops = nullptr,                           \
      .vec_dot_type = DType::name_,                           \
      .vec_dot = nullptr,                                     \
      .vec_dot_scalar = nullptr},
@@ -97,6 +98,9 @@ const TraitsTable &traits_table() {
         fill_legacy_traits(t);
         fill_k_traits(t);
         fill_lut4_traits(t);
+        for (DTypeTraits &row : t) {
+            if (row.from_float_in_ops == nullptr) row.from_float_in_ops = row.from_float;
+        }
         return t;
     }();
     return table;

@@ -41,6 +41,11 @@ struct DTypeTraits {
     // For block formats from_float is the reference quantizer (the bytes llama.cpp writes).
     void (*to_float)(const void *src, float *dst, int64_t n);
     void (*from_float)(const float *src, void *dst, int64_t n);
+    // The conversion the ops use (activations quantized for a dot product, rows stored by
+    // set_rows, cpy and other ops): ggml's CPU backend's. from_float except for Q8_0 / Q8_1
+    // (its SIMD quantizer: 127 / amax, ties to even) and IQ4_NL (one least-squares scale, no
+    // search), so that a quantized KV cache holds the bytes llama.cpp's holds.
+    void (*from_float_in_ops)(const float *src, void *dst, int64_t n);
     // Block formats: the dot product of a row of this type with a row of vec_dot_type (the
     // activations quantized on the fly, as llama.cpp does), n elements. vec_dot uses the
     // build's SIMD; vec_dot_scalar is the plain reference it is tested against.
