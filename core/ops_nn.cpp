@@ -93,6 +93,17 @@ Tensor *rope_ext(Context &ctx, Tensor *a, Tensor *pos, const RopeParams &params,
     return t;
 }
 
+Tensor *hadamard(Context &ctx, Tensor *a, int64_t n) {
+    require_not_null(Op::hadamard, {a});
+    require(a->type == DType::F32 && a->rows_contiguous(), Op::hadamard, {a},
+            "a must be F32 with contiguous rows");
+    require(n >= 2 && (n & (n - 1)) == 0 && a->ne[0] % n == 0, Op::hadamard, {a},
+            "the block {} must be a power of two that divides the row of {}", n, a->ne[0]);
+    Tensor *t = new_result(ctx, Op::hadamard, DType::F32, shape_of(a), {a});
+    set_op_params(t, int32_t(n));
+    return t;
+}
+
 Tensor *soft_max_ext(Context &ctx, Tensor *a, Tensor *mask, const SoftMaxParams &params,
                      Tensor *sinks) {
     require_not_null(Op::soft_max, {a});

@@ -88,6 +88,7 @@ void register_sort_kernels(KernelTable &table);       // sort.cpp
 void register_matmul_kernels(KernelTable &table);     // matmul.cpp
 void register_norm_kernels(KernelTable &table);       // norm.cpp
 void register_rope_kernels(KernelTable &table);       // rope.cpp
+void register_hadamard_kernels(KernelTable &table);   // hadamard.cpp
 void register_softmax_kernels(KernelTable &table);    // softmax.cpp: soft_max, diag_mask_inf
 void register_attention_kernels(KernelTable &table);  // attention.cpp: flash_attn_ext
 
@@ -121,7 +122,8 @@ inline RowIndex unravel_row(int64_t row, const Tensor *t) {
 // A row of n elements of `type` at p as floats: p itself when F32 and contiguous (stride ==
 // 4), else converted (or gathered with byte stride `stride`) into buf.
 const float *load_row(DType type, const void *p, size_t stride, int64_t n, float *buf);
-// Writes n floats to a row of `type` at p with element byte stride `stride`.
+// Writes n floats to a row of `type` at p with element byte stride `stride`, converted as ops
+// convert (from_float_in_ops).
 void store_row(DType type, const float *src, void *p, size_t stride, int64_t n);
 
 }  // namespace loom::cpu

@@ -22,6 +22,7 @@ const Variant &variant() {
         register_matmul_kernels(t.table);
         register_norm_kernels(t.table);
         register_rope_kernels(t.table);
+        register_hadamard_kernels(t.table);
         register_softmax_kernels(t.table);
         register_attention_kernels(t.table);
         return t;

@@ -337,18 +337,36 @@ void Context::rotate_k(const KvCache &kv, const std::vector<int32_t> &deltas) {
     loom::Context ctx({.mem_size = n_nodes * 1024 + n_nodes * 64, .no_alloc = true});
     Graph *graph = new_graph(ctx, n_nodes);
     Tensor *pos = set_input(ctx.new_tensor(DType::I32, {kv.size()}));
+    Tensor *factors = rope_factors(model_, memory_->cache(0).cells_per_stream());
     for (const int64_t il : layers) {
         Tensor *k = kv.k(il);
-        const size_t elt = traits(k->type).type_size;
-        // The rotary dims of each head, [n_rot, n_head_kv, cells]: rope rotates each cell by its
-        // own position delta, and rotations by angles add, so this turns K at the old position
-        // into K at the new one.
-        Tensor *heads =
-            view_3d(ctx, k, hp.n_rot, hp.n_head_kv, kv.size(), size_t(hp.n_embd_head_k) * elt,
-                    k->nb[1], size_t(hp.k_rope_offset()) * elt);
-        Tensor *rotated =
-            rope_ext(ctx, cast(ctx, heads, DType::F32), pos, rope_shift_params(model_, il),
-                     rope_factors(model_, memory_->cache(0).cells_per_stream()));
+        const size_t head_bytes = row_size(k->type, hp.n_embd_head_k);
+        // Rope rotates each cell by its own position delta, and rotations by angles add, so
+        // this turns K at the old position into K at the new one.
+        if (traits(k->type).is_quantized && hp.k_rope_offset() == 0) {
+            // Whole heads [head_dim, n_head_kv, cells] as floats (the rotary dims first, so
+            // rope with n_rot dims leaves the rest), out of the cache's Hadamard rotation when
+            // it has one and back into it before they are rounded again.
+            Tensor *heads =
+                view_3d(ctx, k, hp.n_embd_head_k, hp.n_head_kv, kv.size(), head_bytes, k->nb[1], 0);
+            Tensor *x = cast(ctx, heads, DType::F32);
+            if (kv.k_rotation() != 0) x = hadamard(ctx, x, kv.k_rotation());
+            x = rope_ext(ctx, x, pos, rope_shift_params(model_, il), factors);
+            if (kv.k_rotation() != 0) x = hadamard(ctx, x, kv.k_rotation());
+            build_forward_expand(graph, cpy(ctx, x, heads));
+            continue;
+        }
+        // The rotary dims of each head, [n_rot, n_head_kv, cells] (of a block format: whole
+        // blocks, as latent attention's 64 after 512 are).
+        if (hp.n_rot % traits(k->type).block_size != 0 ||
+            hp.k_rope_offset() % traits(k->type).block_size != 0) {
+            fail("kv", "cannot shift a {} K cache whose rotary dims are not whole blocks",
+                 dtype_name(k->type));
+        }
+        Tensor *heads = view_3d(ctx, k, hp.n_rot, hp.n_head_kv, kv.size(), head_bytes, k->nb[1],
+                                row_size(k->type, hp.k_rope_offset()));
+        Tensor *rotated = rope_ext(ctx, cast(ctx, heads, DType::F32), pos,
+                                   rope_shift_params(model_, il), factors);
         build_forward_expand(graph, cpy(ctx, rotated, heads));
     }
     // Its plan may grow the allocator's buffers, which the kept graph's tensors point into.

@@ -19,7 +19,9 @@ namespace loom::engine {
 namespace {
 
 constexpr std::array<char, 8> kMagic = {'L', 'O', 'O', 'M', 'S', 'E', 'Q', '\0'};
-constexpr uint32_t kVersion = 1;
+// 2: a quantized cache's K and V are stored Hadamard-rotated (KvCache::k_rotation), so a
+// version 1 file of such a cache would be read wrong.
+constexpr uint32_t kVersion = 2;
 using Digest = std::array<unsigned char, SHA256_DIGEST_LENGTH>;
 
 Digest header_digest(const Model &model) {

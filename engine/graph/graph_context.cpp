@@ -244,6 +244,15 @@ Tensor *GraphContext::build_attn(InputAttnKv *inp, Qkv cur, const AttnOptions &o
     const KvCache &kv = memory->cache(i);
     const InputAttnKv::PerCache &in = inp->caches.at(size_t(i));
     const int64_t n_kv = params_.slots.slots.at(size_t(i)).n_kv;
+    // A quantized cache holds K and V rotated (KvCache::k_rotation): the queries turn alike,
+    // and the attention's output turns back.
+    if (kv.k_rotation() != 0) {
+        cur.q = name(hadamard(ctx0, cur.q, kv.k_rotation()), "q_rotated", il);
+        cur.k = name(hadamard(ctx0, cur.k, kv.k_rotation()), "k_rotated", il);
+    }
+    if (kv.v_rotation() != 0) {
+        cur.v = name(hadamard(ctx0, cur.v, kv.v_rotation()), "v_rotated", il);
+    }
     // The writes come first in the graph, so the reads below see this ubatch's K and V.
     Tensor *k_2d = reshape(ctx0, cont(ctx0, cur.k), {hp.n_embd_k_gqa(), n_tokens});
     build_forward_expand(gf, name(kv.store_k(ctx0, il, k_2d, in.k_idxs), "k_store", il));
@@ -262,6 +271,8 @@ Tensor *GraphContext::build_attn(InputAttnKv *inp, Qkv cur, const AttnOptions &o
     Tensor *k = kv.k_view(ctx0, il, n_kv, ubatch.stream0, ns);  // [head_dim, n_kv, n_head_kv, ns]
     Tensor *v = kv.v_view(ctx0, il, n_kv, ubatch.stream0, ns);
     Tensor *out = build_attn_mha(q, k, v, kv.v_trans(), in.kq_mask, o, il);
+    if (kv.v_rotation() != 0)
+        out = name(hadamard(ctx0, out, kv.v_rotation()), "kqv_out_turned", il);
     return o.wo == nullptr ? out : name(build_linear(o.wo, out, o.wo_b), "attn_out", il);
 }
 

@@ -54,13 +54,25 @@ const KvCacheParams &checked(const HParams &hp, const KvCacheParams &params) {
     return params;
 }
 
+// KvCache::k_rotation / v_rotation: llama.cpp's rule (llama_kv_cache, attn_rot_k / attn_rot_v).
+int64_t rotation_run(DType type, int64_t head, bool k_only, bool is_v) {
+    constexpr int64_t kRun = 64;
+    if (k_only || !traits(type).is_quantized || head % kRun != 0) return 0;
+    if (is_v) return kRun;  // V: the smallest run, which llama.cpp found to work best
+    int64_t run = kRun;
+    while (head % (2 * run) == 0) run *= 2;
+    return run;
+}
+
 }  // namespace
 
 KvCache::KvCache(const HParams &hp, const KvCacheParams &params)
     : hp_(hp),
       params_(checked(hp, params)),
       cells_(params.size, params.n_stream),
-      layers_(held_layers(hp, params)) {
+      layers_(held_layers(hp, params)),
+      k_rotation_(rotation_run(params.type_k, hp.n_embd_head_k, params.k_only, false)),
+      v_rotation_(rotation_run(params.type_v, hp.n_embd_head_v, params.k_only, true)) {
     index_.assign(size_t(hp.n_layer), -1);
     for (size_t i = 0; i < layers_.size(); ++i) index_.at(size_t(layers_[i])) = int(i);
     const size_t n_tensors = 2 * layers_.size();

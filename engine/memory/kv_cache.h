@@ -87,6 +87,14 @@ class KvCache : public Memory {
     bool v_trans() const { return params_.v_trans && !params_.k_only; }
     bool k_only() const { return params_.k_only; }
     const AttnWindow &window() const { return params_.window; }
+    // A quantized K or V is stored rotated, as llama.cpp stores it: each run of this many values
+    // of a head times the Walsh-Hadamard matrix (core hadamard), 0 when not rotated. The rotation
+    // spreads an outlier over its block before the block is rounded; it is orthonormal and its
+    // own inverse, so queries rotated alike give the same scores and the attention's output is
+    // rotated back. K: quantized with heads a multiple of 64 (runs of the largest power of two
+    // dividing the head); V likewise, runs of 64; neither for a K-only cache.
+    int64_t k_rotation() const { return k_rotation_; }
+    int64_t v_rotation() const { return v_rotation_; }
     const std::vector<int64_t> &layers() const { return layers_; }
     bool holds_layer(int64_t il) const {
         return il >= 0 && size_t(il) < index_.size() && index_[size_t(il)] >= 0;
@@ -156,6 +164,7 @@ class KvCache : public Memory {
     KvCells cells_;
     std::vector<int64_t> layers_;  // model layers held, in order
     bool has_shift_ = false;
+    int64_t k_rotation_ = 0, v_rotation_ = 0;
     std::vector<int> index_;  // per model layer: its index in k_ / v_, or -1
     std::unique_ptr<loom::Context> ctx_;
     std::vector<std::unique_ptr<Buffer>> buffers_;  // one per buffer type

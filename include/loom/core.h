@@ -222,6 +222,13 @@ struct RopeParams {
 Tensor *rope_ext(Context &ctx, Tensor *a, Tensor *pos, const RopeParams &params,
                  Tensor *freq_factors = nullptr);
 
+// Each run of n values along dim 0 (n a power of two dividing ne0) multiplied by the orthonormal
+// Walsh-Hadamard matrix H_n / sqrt(n), H_n[i][j] = (-1)^popcount(i & j): a rotation that is its
+// own inverse. A quantized KV cache stores K and V rotated so that an outlier is spread over
+// the block before rounding, as llama.cpp does. a F32 with contiguous rows; the result is F32
+// of a's shape.
+Tensor *hadamard(Context &ctx, Tensor *a, int64_t n);
+
 // ---------------------------------------------------------------------------------------------
 // Attention
 

@@ -2,6 +2,7 @@
 #include "tests/core/op_reference.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -406,6 +407,25 @@ void ref_rope(const Tensor *a, const Tensor *pos, const Tensor *freq_factors, co
                 out.at(j1, i1, i2, i3) = x0 * s + x1 * c;
             }
         });
+}
+
+void ref_hadamard(const Tensor *a, int64_t n, Dense &out) {
+    const Dense da(a);
+    out = da;
+    const double scale = 1.0 / std::sqrt(double(n));
+    for_each_index({1, da.ne[1], da.ne[2], da.ne[3]},
+                   [&](int64_t, int64_t i1, int64_t i2, int64_t i3) {
+                       for (int64_t b = 0; b < da.ne[0]; b += n) {
+                           for (int64_t i = 0; i < n; ++i) {
+                               double sum = 0.0;
+                               for (int64_t j = 0; j < n; ++j) {
+                                   const double sign = std::popcount(uint64_t(i & j)) % 2 ? -1 : 1;
+                                   sum += sign * da.at(b + j, i1, i2, i3);
+                               }
+                               out.at(b + i, i1, i2, i3) = sum * scale;
+                           }
+                       }
+                   });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -101,6 +101,9 @@ void ref_norm(const Tensor *a, double eps, bool rms, Dense &out);
 void ref_rope(const Tensor *a, const Tensor *pos, const Tensor *freq_factors, const RopeParams &p,
               Dense &out);
 
+// out[i] = sum_j (-1)^popcount(i & j) a[j] / sqrt(n) over each run of n values along dim 0.
+void ref_hadamard(const Tensor *a, int64_t n, Dense &out);
+
 void ref_soft_max(const Tensor *a, const Tensor *mask, double scale, double max_bias,
                   const Tensor *sinks, Dense &out);
 void ref_diag_mask_inf(const Tensor *a, int64_t n_past, Dense &out);

@@ -195,6 +195,18 @@ std::vector<BuilderError> builder_errors() {
                       {.n_dims = 33});
          },
          {"'q' F32 [64, 4, 5, 1]"}},
+        {"hadamard_block_not_a_power_of_two",
+         "hadamard",
+         [](Context &c) {
+             hadamard(c, named(c, "k", D::F32, {96, 2}), 48);
+         },
+         {"'k' F32 [96, 2, 1, 1]", "power of two"}},
+        {"hadamard_block_past_the_row",
+         "hadamard",
+         [](Context &c) {
+             hadamard(c, named(c, "k", D::F32, {32, 2}), 64);
+         },
+         {"'k' F32 [32, 2, 1, 1]"}},
         {"soft_max_mask_shape",
          "soft_max",
          [](Context &c) {

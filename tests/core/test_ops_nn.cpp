@@ -1,5 +1,5 @@
-// Harness cases for normalisation and rotary embedding: norm, rms_norm and rope_ext (normal
-// and NeoX, partial rotation, freq_factors, YaRN, freq_scale, attn_factor, strided input).
+// Harness cases for normalisation and rotations: norm, rms_norm, rope_ext (normal and NeoX,
+// partial rotation, freq_factors, YaRN, freq_scale, attn_factor, strided input) and hadamard.
 #include "tests/core/op_harness.h"
 
 namespace loom::test {
@@ -147,12 +147,40 @@ void add_rope_cases(std::vector<OpCase> &cases) {
     }
 }
 
+// Runs of 64 and 128 (a quantized KV cache's K and V heads), the smallest run, a permuted input.
+void add_hadamard_cases(std::vector<OpCase> &cases) {
+    struct HadamardShape {
+        Shape4 ne;
+        int64_t n;
+        Layout layout = Layout::contiguous;
+    };
+    const HadamardShape shapes[] = {
+        {{128, 3, 2, 1}, 64},
+        {{128, 2, 5, 1}, 128},
+        {{256, 1, 3, 2}, 128},
+        {{6, 4, 1, 1}, 2},
+        {{64, 3, 4, 1}, 64, Layout::permuted},
+    };
+    for (const HadamardShape &s : shapes) {
+        cases.push_back({
+            .name =
+                "hadamard_" + std::to_string(s.n) + "_" + shape_tag(s.ne) + layout_tag(s.layout),
+            .build =
+                [s](CaseEnv &env) {
+                    return hadamard(env.ctx, env.input(DType::F32, s.ne, s.layout, -2.0, 2.0), s.n);
+                },
+            .reference = [s](const CaseEnv &env, Dense &out) { ref_hadamard(env.t[0], s.n, out); },
+        });
+    }
+}
+
 }  // namespace
 
 std::vector<OpCase> nn_cases() {
     std::vector<OpCase> cases;
     add_norm_cases(cases);
     add_rope_cases(cases);
+    add_hadamard_cases(cases);
     return cases;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -86,6 +87,20 @@ inline double nmse(std::span<const float> got, std::span<const float> want) {
 // The id of the largest logit (the first of equal ones): a greedy choice.
 inline int32_t argmax(std::span<const float> v) {
     return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// The largest logit minus the second largest.
+inline float top2_gap(std::span<const float> v) {
+    float first = -std::numeric_limits<float>::infinity(), second = first;
+    for (const float x : v) {
+        if (x > first) {
+            second = first;
+            first = x;
+        } else if (x > second) {
+            second = x;
+        }
+    }
+    return first - second;
 }
 
 // Whether two rows of logits are the same bits.
