@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "loom/error.h"
 
 namespace loom::engine {
@@ -103,6 +105,25 @@ KvCache::KvCache(const HParams &hp, const KvCacheParams &params)
         // products.
         buffers_.back()->clear(0);
     }
+}
+
+size_t KvCache::cell_bytes() const {
+    const size_t k = row_size(params_.type_k, hp_.n_embd_k_gqa());
+    const size_t v = params_.k_only ? 0 : row_size(params_.type_v, hp_.n_embd_v_gqa());
+    return layers_.size() * (k + v);
+}
+
+std::string describe_memory(const Memory &memory) {
+    std::string caches;
+    for (int i = 0; i < memory.n_caches(); ++i) {
+        const KvCache &kv = memory.cache(i);
+        caches += fmt::format("{}{} cells x {} layers, K {}", i == 0 ? "" : " + ", kv.size(),
+                              kv.layers().size(), dtype_name(kv.type_k()));
+        if (!kv.k_only()) caches += fmt::format(", V {}", dtype_name(kv.type_v()));
+        caches += fmt::format(", {} bytes a cell", kv.cell_bytes());
+        if (kv.window().any()) caches += fmt::format(" (window {})", kv.window().n_swa);
+    }
+    return fmt::format("{:.2f} MiB: {}", double(memory.memory_bytes()) / (1 << 20), caches);
 }
 
 size_t KvCache::memory_bytes() const {

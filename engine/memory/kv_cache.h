@@ -14,6 +14,7 @@
 // stream s is s * per + c.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -86,6 +87,10 @@ class KvCache : public Memory {
     int64_t cells_per_stream() const { return cells_.per_stream(); }
     bool v_trans() const { return params_.v_trans && !params_.k_only; }
     bool k_only() const { return params_.k_only; }
+    DType type_k() const { return params_.type_k; }
+    DType type_v() const { return params_.type_v; }
+    // The bytes one cell takes: its K and V rows in every layer held.
+    size_t cell_bytes() const;
     const AttnWindow &window() const { return params_.window; }
     // A quantized K or V is stored rotated, as llama.cpp stores it: each run of this many values
     // of a head times the Walsh-Hadamard matrix (core hadamard), 0 when not rotated. The rotation
@@ -170,5 +175,9 @@ class KvCache : public Memory {
     std::vector<std::unique_ptr<Buffer>> buffers_;  // one per buffer type
     std::vector<Tensor *> k_, v_;
 };
+
+// "273.00 MiB: 16384 cells x 16 layers, K q8_0, V q8_0, 17408 bytes a cell": a memory's caches
+// as the tools report them (an iSWA memory's two joined by " + ", a window in parentheses).
+std::string describe_memory(const Memory &memory);
 
 }  // namespace loom::engine

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `loom run` end to end on stories260K: the greedy story (prompt echoed, then the reference
 # continuation from ../shared/models/MODELS.md), the timings on stderr, the error paths (missing
-# model, a prompt longer than the context) with a message and a non-zero exit, and Ctrl-C.
+# model, a prompt longer than the context) with a message and a non-zero exit, Ctrl-C, and the KV
+# cache line.
 # Usage: check_run.sh LOOM_BINARY REPO_ROOT
 source "$(dirname "$0")/stories_test_setup.sh"
 
@@ -21,6 +22,9 @@ grep -Eq "prompt eval time = .* ms / +5 tokens .* tokens per second" "$tmp/err" 
 grep -Eq "eval time = .* ms / +19 runs .* ms per token, .* tokens per second" "$tmp/err" ||
     fail "eval line: $(cat "$tmp/err")"
 grep -Eq "graphs = [0-9]+ built, [0-9]+ reused" "$tmp/err" || fail "graph line: $(cat "$tmp/err")"
+# stories260K: 5 layers, 4 KV heads of 8 values, F16 K and V: 5 * (32 + 32) * 2 bytes a cell.
+grep -Eq "KV cache [0-9.]+ MiB: [0-9]+ cells x 5 layers, K F16, V F16, 640 bytes a cell" "$tmp/err" ||
+    fail "KV cache line: $(cat "$tmp/err")"
 
 # Seeded sampling is reproducible.
 a=$("$loom" run -m "$model" -p "Once upon a time" -n 30 --seed 42 2>/dev/null)

@@ -119,18 +119,7 @@ class Runner {
     }
     CpuBackend &backend() { return ctx_->backend(); }
     void set_profile(bool on) { profile_ = on; }
-    // "12.50 MiB: 640 cells x 13 layers + 544 cells x 13 layers (window 512)": the KV caches.
-    std::string memory_summary() const {
-        const engine::Memory &m = ctx_->memory();
-        std::string caches;
-        for (int i = 0; i < m.n_caches(); ++i) {
-            const engine::KvCache &kv = m.cache(i);
-            caches += fmt::format("{}{} cells x {} layers", i == 0 ? "" : " + ", kv.size(),
-                                  kv.layers().size());
-            if (kv.window().any()) caches += fmt::format(" (window {})", kv.window().n_swa);
-        }
-        return fmt::format("{:.2f} MiB: {}", double(m.memory_bytes()) / (1 << 20), caches);
-    }
+    std::string memory_summary() const { return engine::describe_memory(ctx_->memory()); }
 
   private:
     int32_t next_token() {

@@ -189,6 +189,7 @@ bool run_generation(const RunOptions &options) {
              context.n_ctx);
     }
     engine::Context ctx(*model, context);
+    fmt::print(stderr, "loom run: KV cache {}\n", engine::describe_memory(ctx.memory()));
     engine::Sampler sampler(options.sampling);
     for (const int32_t token : prompt) sampler.accept(token);
     bool prompt_saved = false;

@@ -303,6 +303,7 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
                                            .max_queue = s.options.max_queue,
                                            .context_shift = s.options.context_shift,
                                            .n_keep = s.options.n_keep});
+        fmt::print(stderr, "loom serve: KV cache {}\n", s.scheduler->memory_summary());
     } catch (...) {
         end_listening();
         throw;

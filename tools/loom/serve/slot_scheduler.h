@@ -114,6 +114,8 @@ class SlotScheduler {
     // Queues a job; null when the queue is full (the caller answers 503).
     std::shared_ptr<Task> submit(Job job);
     int64_t slot_context() const { return slot_ctx_; }
+    // The KV cache's size, cells, types and bytes a cell (engine::describe_memory).
+    std::string memory_summary() const { return engine::describe_memory(ctx_.memory()); }
     SlotSchedulerMetrics metrics() const;
     // Runs an action on an idle slot between decode steps, and waits for it.
     SlotActionResult slot_action(const SlotAction &action);
