@@ -45,13 +45,16 @@ Subject subject(const std::string &name) {
         const Fixture f = load_fixture(name);
         return {f.model_path, f.tokens, f.json["settings"]["n_ctx"].get<int64_t>(), f.n_vocab};
     }
-    static const std::string path = [] {
-        const auto p = std::filesystem::temp_directory_path() /
-                       ("loom-kv-types-synth-" + std::to_string(::getpid()) + ".gguf");
-        write_synthetic_llama(p.string(), kSynthShape, DType::Q4_0, kSynthSeed);
-        return p.string();
-    }();
-    return {path, kSynthTokens, 256, kSynthShape.n_vocab};
+    // Written at the first use, removed when the test program ends.
+    struct SynthFile {
+        std::filesystem::path path =
+            std::filesystem::temp_directory_path() /
+            ("loom-kv-types-synth-" + std::to_string(::getpid()) + ".gguf");
+        SynthFile() { write_synthetic_llama(path.string(), kSynthShape, DType::Q4_0, kSynthSeed); }
+        ~SynthFile() { std::filesystem::remove(path); }
+    };
+    static const SynthFile file;
+    return {file.path.string(), kSynthTokens, 256, kSynthShape.n_vocab};
 }
 
 struct KvCase {
