@@ -10,8 +10,9 @@
 //   mul_mat/<type>_n1_dram/...       weights of at least 128 MiB ([4096, M]), past the 48 MiB L3
 //                                    (also Q4_1, Q5_0, Q5_1, Q2_K, Q3_K: per-row dot products)
 //   flash_attn/<case>/threads:<t>    flash_attn_ext over 16 layers with the 1B Llama's heads (64
-//                                    wide, 32 query heads on 8 kv heads, F16 cache, causal mask)
-//                                    for a ubatch of 512 queries or one, after `depth` positions
+//                                    wide, 32 query heads on 8 kv heads, causal mask) for a
+//                                    ubatch of 512 queries or one, after `depth` positions, on an
+//                                    F16 cache (or the type the case names: a quantized cache)
 //
 // GFLOPS counts 2 * M * N * K per product (for attention, 4 * head size per visible score); GB/s (N
 // = 1) counts the weight bytes read. %peak (N > 1) divides GFLOPS by fma_peak at the same thread
@@ -357,10 +358,10 @@ LOOM_BENCH_MUL_MAT(mxfp4_n512_plain, MXFP4, kDim, kDim, 512, Weights::plain);
 // builds one), for 16 layers: each layer's cache, [64 x 8 heads, depth + n_q] F16 cells, is read
 // from memory after the other layers' have passed, as in a model.
 
-void bm_flash_attn(benchmark::State &state, int64_t n_q, int64_t depth) {
+void bm_flash_attn(benchmark::State &state, int64_t n_q, int64_t depth, DType kv_type) {
     constexpr int64_t kHead = 64, kHeads = 32, kKvHeads = 8, kLayers = 16;
     const int64_t n_kv = depth + n_q;
-    const size_t cache_bytes = size_t(2 * kLayers * kHead * kKvHeads * n_kv) * sizeof(uint16_t);
+    const size_t cache_bytes = 2 * kLayers * row_size(kv_type, kHead * kKvHeads) * size_t(n_kv);
     Context ctx({.mem_size = cache_bytes +
                              size_t(kHead * n_q * kHeads * (1 + kLayers) + n_kv * n_q) * 4 +
                              (4u << 20)});
@@ -376,11 +377,11 @@ void bm_flash_attn(benchmark::State &state, int64_t n_q, int64_t depth) {
     Graph *graph = new_graph(ctx);
     for (int64_t layer = 0; layer < kLayers; ++layer) {
         // Laid out as the KV cache stores them: a cell's heads side by side, cell after cell.
-        Tensor *k_cells = ctx.new_tensor(DType::F16, {kHead * kKvHeads, n_kv});
-        Tensor *v_cells = ctx.new_tensor(DType::F16, {kHead * kKvHeads, n_kv});
+        Tensor *k_cells = ctx.new_tensor(kv_type, {kHead * kKvHeads, n_kv});
+        Tensor *v_cells = ctx.new_tensor(kv_type, {kHead * kKvHeads, n_kv});
         fill_random(k_cells, uint32_t(4 + 2 * layer));
         fill_random(v_cells, uint32_t(5 + 2 * layer));
-        const size_t head_bytes = kHead * sizeof(uint16_t);
+        const size_t head_bytes = row_size(kv_type, kHead);
         Tensor *k = view_3d(ctx, k_cells, kHead, n_kv, kKvHeads, k_cells->nb[1], head_bytes, 0);
         Tensor *v = view_3d(ctx, v_cells, kHead, n_kv, kKvHeads, v_cells->nb[1], head_bytes, 0);
         build_forward_expand(graph, flash_attn_ext(ctx, q, k, v, mask, {.scale = 0.125f}));
@@ -404,18 +405,23 @@ void bm_flash_attn(benchmark::State &state, int64_t n_q, int64_t depth) {
     }
 }
 
-#define LOOM_BENCH_FLASH_ATTN(label, n_q, depth)        \
-    BENCHMARK_CAPTURE(bm_flash_attn, label, n_q, depth) \
-        ->Name("flash_attn/" #label)                    \
-        ->ArgName("threads")                            \
-        ->Arg(1)                                        \
-        ->Arg(2)                                        \
-        ->UseRealTime()                                 \
+#define LOOM_BENCH_FLASH_ATTN(label, n_q, depth, kv_type)        \
+    BENCHMARK_CAPTURE(bm_flash_attn, label, n_q, depth, kv_type) \
+        ->Name("flash_attn/" #label)                             \
+        ->ArgName("threads")                                     \
+        ->Arg(1)                                                 \
+        ->Arg(2)                                                 \
+        ->UseRealTime()                                          \
         ->Unit(benchmark::kMillisecond)
 
-LOOM_BENCH_FLASH_ATTN(pp512_d4096, 512, 4096);
-LOOM_BENCH_FLASH_ATTN(pp512_d0, 512, 0);
-LOOM_BENCH_FLASH_ATTN(tg_d4096, 1, 4096);
+LOOM_BENCH_FLASH_ATTN(pp512_d4096, 512, 4096, DType::F16);
+LOOM_BENCH_FLASH_ATTN(pp512_d0, 512, 0, DType::F16);
+LOOM_BENCH_FLASH_ATTN(tg_d4096, 1, 4096, DType::F16);
+// generation at depth on a quantized cache against F16 (issue: "no slower than with F16")
+LOOM_BENCH_FLASH_ATTN(tg_d16384, 1, 16384, DType::F16);
+LOOM_BENCH_FLASH_ATTN(tg_d16384_q8_0, 1, 16384, DType::Q8_0);
+LOOM_BENCH_FLASH_ATTN(tg_d16384_q4_0, 1, 16384, DType::Q4_0);
+LOOM_BENCH_FLASH_ATTN(pp512_d4096_q8_0, 512, 4096, DType::Q8_0);
 
 BENCHMARK(bm_naive_matmul)
     ->Name("naive_matmul_512")

@@ -3,6 +3,7 @@
 // the same arithmetic lane by lane otherwise.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/quant/half.h"
 #include "core/quant/legacy_formats.h"
@@ -12,6 +13,10 @@
 #if LOOM_X86_AVX2 && LOOM_X86_FMA
 #include <immintrin.h>
 #define LOOM_LEGACY_AVX2 1
+// GCC 12's AVX-512 headers start some operations (broadcasts, inserts, conversions) from an
+// "undefined" vector and then warn that it may be used uninitialized; it is not.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace loom::quant::inline LOOM_ISA {
@@ -210,6 +215,130 @@ void dot_columns(int64_t n, const void *vx, const void *const *ys, float *out) {
 
 #endif
 
+// The grid, row after row: each weight block decoded once for the n_cols columns.
+template <typename F, int NC>
+void dot_grid_by_rows(int64_t n, const void *const *xs, int64_t n_rows, const void *const *ys,
+                      float *const *out) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        float row[NC];
+        dot_columns<F, NC>(n, xs[r], ys, row);
+        for (int c = 0; c < NC; ++c) out[c][r] = row[c];
+    }
+}
+
+#if defined(LOOM_LEGACY_AVX2) && LOOM_X86_AVX512VNNI && LOOM_X86_AVX512BW
+
+// Two weight rows at a time, one in each 256-bit half of a 512-bit vector, each half doing
+// exactly what dot_columns does for its row. The weights enter VNNI's unsigned x signed product
+// as unsigned bytes u = q + kOffset (no sign trick, which has no 512-bit form); subtracting
+// kOffset * (the activation's lane sums), which the accumulator starts from, makes every lane
+// sum the exact integer dot_columns forms.
+template <typename F>
+constexpr int kOffset = std::is_same_v<F, Q8_0>   ? 128
+                        : std::is_same_v<F, Q4_0> ? 8
+                        : std::is_same_v<F, Q5_0> ? 16
+                                                  : 0;
+
+template <typename F>
+__m256i unsigned_bytes(const typename F::Block &b) {
+    if constexpr (std::is_same_v<F, Q8_0>) {
+        return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(b.qs)),
+                                _mm256_set1_epi8(char(0x80)));
+    } else if constexpr (std::is_same_v<F, Q4_0> || std::is_same_v<F, Q4_1>) {
+        return nibbles(b.qs);
+    } else {  // Q5_0, Q5_1: the nibble and the fifth bit
+        return _mm256_or_si256(nibbles(b.qs),
+                               _mm256_and_si256(bits_to_bytes(b.qh), _mm256_set1_epi8(0x10)));
+    }
+}
+
+// hsum_float_8 (see dot_columns) of each 256-bit half, in lanes 0 and 8: every step adds lanes
+// within a 128-bit lane, in the tree's order.
+__m512 half_sums(__m512 v) {
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));  // l + (l + 4)
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));        // + (l + 2)
+    return _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));     // + (l + 1)
+}
+
+constexpr int64_t kGridMaxBlocks = 16;  // activation rows held decoded: 512 values
+
+template <typename F, int NC>
+void dot_grid(int64_t n, const void *const *xs, int64_t n_rows, const void *const *ys,
+              float *const *out) {
+    using Block = typename F::Block;
+    using Act = typename F::Act;
+    const int64_t nb = n / QK;
+    if (nb > kGridMaxBlocks) return dot_grid_by_rows<F, NC>(n, xs, n_rows, ys, out);
+    // Per column and block: the activation's bytes in both halves, the accumulator's start, the
+    // scale (and, for the formats with a minimum, the activation's s).
+    __m512i qy[NC][kGridMaxBlocks], start[NC][kGridMaxBlocks];
+    float dy[NC][kGridMaxBlocks], sy[NC][kGridMaxBlocks];
+    for (int c = 0; c < NC; ++c) {
+        const Act *y = blocks<Act>(ys[c]);
+        for (int64_t b = 0; b < nb; ++b) {
+            qy[c][b] = _mm512_broadcast_i64x4(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i *>(y[b].qs)));
+            const __m512i lane_sums =
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), qy[c][b]);
+            start[c][b] = _mm512_mullo_epi32(lane_sums, _mm512_set1_epi32(-kOffset<F>));
+            dy[c][b] = half_to_float(y[b].d);
+            if constexpr (kHasMin<F>) sy[c][b] = half_to_float(y[b].s);
+        }
+    }
+    for (int64_t r = 0; r < n_rows; r += 2) {
+        const bool pair = r + 1 < n_rows;
+        const Block *x0 = blocks<Block>(xs[r]), *x1 = blocks<Block>(xs[pair ? r + 1 : r]);
+        __m512 acc[NC];
+        float min0[NC], min1[NC];
+        for (int c = 0; c < NC; ++c) {
+            acc[c] = _mm512_setzero_ps();
+            min0[c] = min1[c] = 0.0f;
+        }
+        for (int64_t b = 0; b < nb; ++b) {
+            const __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(unsigned_bytes<F>(x0[b])),
+                                                 unsigned_bytes<F>(x1[b]), 1);
+            const __m512 dx =
+                _mm512_mask_mov_ps(_mm512_set1_ps(half_to_float(x0[b].d)), __mmask16(0xff00),
+                                   _mm512_set1_ps(half_to_float(x1[b].d)));
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; ++c) {
+                const __m512i sums = _mm512_dpbusd_epi32(start[c][b], u, qy[c][b]);
+                const __m512 scale = _mm512_mul_ps(dx, _mm512_set1_ps(dy[c][b]));
+                acc[c] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(sums), acc[c]);
+                if constexpr (kHasMin<F>) {
+                    min0[c] = std::fma(half_to_float(x0[b].m), sy[c][b], min0[c]);
+                    min1[c] = std::fma(half_to_float(x1[b].m), sy[c][b], min1[c]);
+                }
+            }
+        }
+        for (int c = 0; c < NC; ++c) {
+            const __m512 sums = half_sums(acc[c]);
+            out[c][r] = sums[0] + min0[c];
+            if (pair) out[c][r + 1] = sums[8] + min1[c];
+        }
+    }
+}
+
+#else
+
+template <typename F, int NC>
+void dot_grid(int64_t n, const void *const *xs, int64_t n_rows, const void *const *ys,
+              float *const *out) {
+    dot_grid_by_rows<F, NC>(n, xs, n_rows, ys, out);
+}
+
+#endif
+
+template <typename F>
+void dot_grid_group(int64_t n, const void *const *xs, int64_t n_rows, const void *const *ys,
+                    int n_cols, float *const *out) {
+    static_assert(kMaxDotColumns == 4, "one instantiation per column count");
+    constexpr void (*kByCount[])(int64_t, const void *const *, int64_t, const void *const *,
+                                 float *const *) = {dot_grid<F, 1>, dot_grid<F, 2>, dot_grid<F, 3>,
+                                                    dot_grid<F, 4>};
+    kByCount[n_cols - 1](n, xs, n_rows, ys, out);
+}
+
 template <typename F>
 void dot_column_group(int64_t n, const void *x, const void *const *ys, int n_cols, float *out) {
     static_assert(kMaxDotColumns == 4, "one instantiation per column count");
@@ -248,6 +377,23 @@ DotColumns legacy_dot_columns(DType type) {
             return dot_column_group<Q5_1>;
         case DType::Q8_0:
             return dot_column_group<Q8_0>;
+        default:
+            return nullptr;
+    }
+}
+
+DotGrid legacy_dot_grid(DType type) {
+    switch (type) {
+        case DType::Q4_0:
+            return dot_grid_group<Q4_0>;
+        case DType::Q4_1:
+            return dot_grid_group<Q4_1>;
+        case DType::Q5_0:
+            return dot_grid_group<Q5_0>;
+        case DType::Q5_1:
+            return dot_grid_group<Q5_1>;
+        case DType::Q8_0:
+            return dot_grid_group<Q8_0>;
         default:
             return nullptr;
     }

@@ -89,4 +89,13 @@ using DotColumns = void (*)(int64_t n, const void *x, const void *const *ys, int
                             float *out);
 DotColumns legacy_dot_columns(DType type);
 
+// out[c][r] = vec_dot(n, xs[r], ys[c]) for c < n_cols <= kMaxDotColumns and r < n_rows, bit for
+// bit: a few activation rows against many weight rows that lie anywhere in memory (the queries of
+// an attention tile against the keys of a quantized cache). With AVX-512 VNNI two weight rows
+// share a vector; elsewhere it is dot_columns row after row. Null for types other than the five
+// above.
+using DotGrid = void (*)(int64_t n, const void *const *xs, int64_t n_rows, const void *const *ys,
+                         int n_cols, float *const *out);
+DotGrid legacy_dot_grid(DType type);
+
 }  // namespace loom::quant::inline LOOM_ISA

@@ -208,6 +208,42 @@ TEST(LegacyFormats, ColumnGroupsMatchVecDotBitwise) {
     EXPECT_EQ(quant::legacy_dot_columns(DType::F32), nullptr);
 }
 
+// The grid attention uses for quantized keys gives each (row, column) vec_dot's bits: an odd
+// number of rows (the last one alone in its vector), rows anywhere in memory, every column count,
+// and rows of more blocks than the grid holds decoded (row after row then).
+TEST(LegacyFormats, GridsMatchVecDotBitwise) {
+    constexpr int64_t kRows = 7;
+    for (const int64_t n : {int64_t(64), int64_t(32 * 5), int64_t(32 * 17)}) {
+        for (DType t : kWeightTypes) {
+            const quant::DotGrid grid = quant::legacy_dot_grid(t);
+            ASSERT_NE(grid, nullptr) << dtype_name(t);
+            std::vector<std::vector<std::byte>> qx, qy;
+            const void *xs[kRows], *ys[quant::kMaxDotColumns];
+            for (int64_t r = 0; r < kRows; ++r)
+                qx.push_back(quantize(t, random_row(n, uint32_t(50 + r))));
+            for (int64_t r = 0; r < kRows; ++r) xs[r] = qx[size_t(kRows - 1 - r)].data();
+            for (int c = 0; c < quant::kMaxDotColumns; ++c) {
+                qy.push_back(quantize(traits(t).vec_dot_type, random_row(n, uint32_t(70 + c))));
+                ys[c] = qy.back().data();
+            }
+            for (int n_cols = 1; n_cols <= quant::kMaxDotColumns; ++n_cols) {
+                float out[quant::kMaxDotColumns][kRows];
+                float *outs[quant::kMaxDotColumns];
+                for (int c = 0; c < n_cols; ++c) outs[c] = out[c];
+                grid(n, xs, kRows, ys, n_cols, outs);
+                for (int c = 0; c < n_cols; ++c) {
+                    for (int64_t r = 0; r < kRows; ++r) {
+                        EXPECT_EQ(out[c][r], traits(t).vec_dot(n, xs[r], ys[c]))
+                            << dtype_name(t) << " n " << n << " row " << r << " column " << c
+                            << " of " << n_cols;
+                    }
+                }
+            }
+        }
+    }
+    EXPECT_EQ(quant::legacy_dot_grid(DType::IQ4_NL), nullptr);
+}
+
 // vec_dot's result does not depend on how the build vectorises: recomputed here in the order
 // legacy_formats.h documents, from the integer lane sums, with std::fma.
 TEST(LegacyFormats, DotProductFollowsGgmlLaneOrder) {
