@@ -347,6 +347,33 @@ void dot_column_group(int64_t n, const void *x, const void *const *ys, int n_col
     kByCount[n_cols - 1](n, x, ys, out);
 }
 
+// Entry<F>::fn for the format of this type, or null for other types.
+template <template <typename> typename Entry>
+auto by_format(DType type) -> std::remove_const_t<decltype(Entry<Q8_0>::fn)> {
+    switch (type) {
+        case DType::Q4_0:
+            return Entry<Q4_0>::fn;
+        case DType::Q4_1:
+            return Entry<Q4_1>::fn;
+        case DType::Q5_0:
+            return Entry<Q5_0>::fn;
+        case DType::Q5_1:
+            return Entry<Q5_1>::fn;
+        case DType::Q8_0:
+            return Entry<Q8_0>::fn;
+        default:
+            return nullptr;
+    }
+}
+template <typename F>
+struct ColumnsOf {
+    static constexpr DotColumns fn = dot_column_group<F>;
+};
+template <typename F>
+struct GridOf {
+    static constexpr DotGrid fn = dot_grid_group<F>;
+};
+
 }  // namespace
 
 float vec_dot_q4_0_q8_0(int64_t n, const void *x, const void *y) {
@@ -366,37 +393,10 @@ float vec_dot_q8_0_q8_0(int64_t n, const void *x, const void *y) {
 }
 
 DotColumns legacy_dot_columns(DType type) {
-    switch (type) {
-        case DType::Q4_0:
-            return dot_column_group<Q4_0>;
-        case DType::Q4_1:
-            return dot_column_group<Q4_1>;
-        case DType::Q5_0:
-            return dot_column_group<Q5_0>;
-        case DType::Q5_1:
-            return dot_column_group<Q5_1>;
-        case DType::Q8_0:
-            return dot_column_group<Q8_0>;
-        default:
-            return nullptr;
-    }
+    return by_format<ColumnsOf>(type);
 }
-
 DotGrid legacy_dot_grid(DType type) {
-    switch (type) {
-        case DType::Q4_0:
-            return dot_grid_group<Q4_0>;
-        case DType::Q4_1:
-            return dot_grid_group<Q4_1>;
-        case DType::Q5_0:
-            return dot_grid_group<Q5_0>;
-        case DType::Q5_1:
-            return dot_grid_group<Q5_1>;
-        case DType::Q8_0:
-            return dot_grid_group<Q8_0>;
-        default:
-            return nullptr;
-    }
+    return by_format<GridOf>(type);
 }
 
 }  // namespace loom::quant::inline LOOM_ISA
