@@ -24,7 +24,8 @@ test: configure-release
 	cmake --build $(BUILD_RELEASE) -j $(JOBS)
 	ctest --test-dir $(BUILD_RELEASE) --output-on-failure -j $(JOBS)
 
-# The command, libloom.so, loom/loom.h and loom.pc under PREFIX (README "As a library").
+# The command, libloom.so, loom/loom.h, loom/engine.h (and the headers behind it), loom.pc and
+# loom-cpp.pc under PREFIX (README "As a library").
 PREFIX ?= /usr/local
 install: configure-release
 	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom loom-shared

@@ -16,9 +16,10 @@
 //              PromptCache (a conversation's tokens so far)  engine/chat/
 //   files      quantize_file, write_synthetic_llama          engine/quantize/, engine/model/
 //
-// The headers behind it are the engine's own, so this API is for code built with the engine
-// (the include path of this tree); programs outside it use the C ABI, include/loom/loom.h,
-// which libloom.so exports and which keeps its shape from one build to the next.
+// The headers behind it are the engine's own. `make install` installs them with this one
+// (`pkg-config loom-cpp`) and libloom.so exports namespace loom, but C++ classes change shape
+// from one release to the next: a program outside this tree rebuilds for each release, or uses
+// the C ABI, include/loom/loom.h, which keeps its shape.
 #include "engine/chat/chat_formatter.h"
 #include "engine/chat/chat_template.h"
 #include "engine/chat/jinja_chat.h"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the build's library into a scratch root (make install's component "library":
-# libloom.so, loom/loom.h, loom.pc), checks that the library exports the C ABI and nothing else, builds tests/api/
-# c_api_test.c against the installed files as a user would (`pkg-config --cflags --libs loom`)
-# and runs it on the stories260K fixture.
+# libloom.so, loom/loom.h, loom/engine.h and the headers behind it, loom.pc, loom-cpp.pc),
+# checks that the library exports the C ABI and namespace loom and nothing else, builds
+# tests/api/c_api_test.c and cpp_api_test.cpp against the installed files as a user would
+# (`pkg-config --cflags --libs loom` / `loom-cpp`) and runs them on the stories260K fixture.
 # usage: check_c_api.sh BUILD_DIR [EXTRA_CFLAGS (the sanitizers the library was built with)]
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -17,13 +18,14 @@ DESTDIR="$stage" cmake --install "$build" --component library >/dev/null
 libdir=$(find "$stage" -name 'libloom.so' -printf '%h\n' | head -1)
 [ -n "$libdir" ] || { echo "make install put no libloom.so under $stage" >&2; exit 1; }
 prefix=$(cd "$libdir/pkgconfig/$(sed -n 's|^prefix=${pcfiledir}/||p' "$libdir/pkgconfig/loom.pc")" && pwd)
-for f in "$prefix/include/loom/loom.h"; do
+for f in "$prefix/include/loom/loom.h" "$prefix/include/loom/engine.h" "$libdir/pkgconfig/loom-cpp.pc"; do
     [ -e "$f" ] || { echo "make install did not install $f" >&2; exit 1; }
 done
 
-others=$(nm -D --defined-only "$libdir/libloom.so" | awk '{print $3}' | grep -v '^loom_' || true)
+others=$(nm -D --defined-only -C "$libdir/libloom.so" | cut -d' ' -f3- |
+    grep -vE '^(loom_|loom::|(typeinfo|typeinfo name|vtable|VTT) for loom::)' || true)
 if [ -n "$others" ]; then
-    echo "libloom.so exports more than loom_*:" >&2
+    echo "libloom.so exports more than loom_* and namespace loom:" >&2
     echo "$others" | head >&2
     exit 1
 fi
@@ -38,6 +40,10 @@ c++ -std=c++20 -Wall -Wextra -Werror $extra $(pkg-config --cflags loom) "$stage/
     $(pkg-config --libs loom)
 LD_LIBRARY_PATH="$libdir" "$stage/cxx"
 
+# The C++ API: engine.h and what it includes, from the installed tree only.
+c++ -std=c++20 -Wall -Wextra -Werror $extra $(pkg-config --cflags loom-cpp) "$here/cpp_api_test.cpp" \
+    -o "$stage/cpp_api_test" $(pkg-config --libs loom-cpp)
+
 args=$(python3 - "$fixture/case.json" <<'PY'
 import json, shlex, sys
 c = json.load(open(sys.argv[1]))
@@ -46,5 +52,6 @@ print(shlex.join([c["prompt_text"], ids(c["tokens"]), ids(c["greedy"]["tokens"])
 PY
 )
 eval "set -- $args"
+LD_LIBRARY_PATH="$libdir" "$stage/cpp_api_test" "$fixture/../../models/stories260K.gguf" "$1" "$2" "$3"
 LD_LIBRARY_PATH="$libdir" "$stage/c_api_test" "$fixture/../../models/stories260K.gguf" \
     "$fixture/logits.f32" "$1" "$2" "$3" "$4" "$stage"

@@ -12,11 +12,11 @@ namespace loom::serve {
 namespace {
 
 TEST(SlotActionRequests, PlainNamesOnly) {
-    for (const std::string good :
+    for (const std::string &good :
          std::vector<std::string>{"a.bin", "slot-0_2024.state", "x", std::string(255, 'n')}) {
         EXPECT_TRUE(is_safe_filename(good)) << good;
     }
-    for (const std::string bad :
+    for (const std::string &bad :
          std::vector<std::string>{"", ".", "..", "../x", "a/b", "/etc/passwd", "a\\b", ".hidden",
                                   std::string("a\0b", 3), "a\nb", std::string(256, 'n')}) {
         EXPECT_FALSE(is_safe_filename(bad)) << bad;
