@@ -551,7 +551,8 @@ void attend_tile(const Inputs &in, const Scratch &s, const TileRow *rows, int n_
         // The K and V rows two blocks ahead, requested now: in the cache a head's rows lie a
         // cell apart (all heads of a cell side by side), a stride the hardware prefetchers
         // follow too slowly for generation, which reads each row once (flash_attn/tg_d4096 in
-        // loom-bench-matmul: 12.5 ms without, 9.3 ms one block ahead, 8.4 ms two).
+        // loom-bench-matmul, one run with prefetches into L1: 12.5 ms without, 9.3 ms one block
+        // ahead, 8.4 ms two; prefetch_row's L2 hint since then is measured there).
         for (int64_t j = c0 + 2 * kBlock; j < std::min(c0 + 3 * kBlock, n_kv); ++j) {
             prefetch_row(k->row_ptr(j, ik2, ik3), k_row_bytes);
             prefetch_row(v->row_ptr(j, ik2, ik3), v_row_bytes);

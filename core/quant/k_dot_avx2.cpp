@@ -8,6 +8,10 @@
 
 #if LOOM_X86_AVX2 && LOOM_X86_FMA
 #include <immintrin.h>
+// GCC 12's AVX-512 headers start some operations (broadcasts, inserts, conversions) from an
+// "undefined" vector and then warn that it may be used uninitialized; it is not.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <cmath>
 #include <cstring>

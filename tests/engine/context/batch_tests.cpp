@@ -62,7 +62,9 @@ TEST(SplitBatch, StreamsGiveEqualRunsOfConsecutiveSequences) {
         for (int64_t t = 0; t < u.n_tokens(); ++t) {
             // Stream after stream, each sequence's tokens in their order.
             EXPECT_EQ(u.seq_id[size_t(t)], u.stream0 + t / per);
-            if (t % per > 0) EXPECT_EQ(u.pos[size_t(t)], u.pos[size_t(t - 1)] + 1);
+            if (t % per > 0) {
+                EXPECT_EQ(u.pos[size_t(t)], u.pos[size_t(t - 1)] + 1);
+            }
             const int64_t i_batch = u.batch_index[size_t(t)];
             EXPECT_EQ(u.tokens[size_t(t)], b.tokens[size_t(i_batch)]);
             EXPECT_EQ(u.output_ids[size_t(t)], i_batch);

@@ -180,7 +180,9 @@ TEST_F(ContextDecodePaths, ParallelSequencesReuseTheGraph) {
         }
         // The prompts' graph, then one per window the steps reach (two cells per step at most).
         const auto cells = int64_t(p0.size() + p1.size());
-        if (reuse) EXPECT_LE(ctx.stats().graph_builds, 1 + step_graphs(cells + 2, cells + 30));
+        if (reuse) {
+            EXPECT_LE(ctx.stats().graph_builds, 1 + step_graphs(cells + 2, cells + 30));
+        }
         return g;
     };
     const std::vector<Generation> reused = run(true), rebuilt = run(false);

@@ -127,7 +127,7 @@ class SpecialTokens : public testing::TestWithParam<std::string> {};
 
 TEST_P(SpecialTokens, AsLlamaCppWithAddSpecialAndParseSpecial) {
     const std::vector<std::string> texts = read_texts(kReference + "special.inp");
-    for (const auto [add_special, parse_special] :
+    for (const auto &[add_special, parse_special] :
          {std::pair{false, true}, {true, true}, {true, false}}) {
         const std::string mode =
             std::to_string(int(add_special)) + std::to_string(int(parse_special));
