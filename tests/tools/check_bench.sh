@@ -61,6 +61,15 @@ rc=0
 "$loom" bench -m "$tmp/tiny.gguf" -d -5 -r 1 >/dev/null 2>"$tmp/err" || rc=$?
 [ "$rc" -ne 0 ] && grep -q 'depth' "$tmp/err" || fail "negative depth: $(cat "$tmp/err")"
 
+# --no-repack: the weights stay in the file's layout (the per-row kernels); the same tests run.
+"$loom" bench -m "$tmp/tiny.gguf" -p 16 -n 4 -r 1 --no-repack -o jsonl >"$tmp/plain.jsonl" 2>/dev/null
+python3 - "$tmp/plain.jsonl" <<'PY' || fail "--no-repack: $(cat "$tmp/plain.jsonl")"
+import json, sys
+entries = [json.loads(l) for l in open(sys.argv[1])]
+assert sorted((e["n_prompt"], e["n_gen"]) for e in entries) == [(0, 4), (16, 0)], entries
+assert all(e["avg_ts"] > 0 for e in entries)
+PY
+
 "$loom" bench -m "$tmp/tiny.gguf" -p 16 -n 0 -r 1 -o csv >"$tmp/out.csv" 2>/dev/null
 head -1 "$tmp/out.csv" | grep -q '^build_commit,build_number,cpu_info,' || fail "csv header"
 [ "$(wc -l <"$tmp/out.csv")" -eq 2 ] || fail "csv rows"

@@ -44,6 +44,7 @@ struct BenchOptions {
     std::string output = "md";
     bool warmup = true;
     bool profile = false;
+    bool no_repack = false;
 };
 
 // One configuration and test.
@@ -223,7 +224,7 @@ void run_bench(const BenchOptions &o, const BenchColumns &columns) {
     if (o.output == "md") fmt::print("{}", bench_markdown_header(columns));
     if (json) fmt::print("[\n");
     for (const std::string &path : o.models) {
-        const auto model = engine::Model::load(path);
+        const auto model = engine::Model::load(path, {.repack = !o.no_repack});
         for (const Instance &inst : instances(o)) {
             Runner runner(*model, inst, 1234);
             if (o.warmup) runner.run_ns(0, std::min(inst.n_prompt, 32), inst.n_gen > 0 ? 1 : 0);
@@ -311,6 +312,8 @@ void add_bench_command(CLI::App &app, int &exit_code) {
         ->capture_default_str()
         ->check(CLI::IsMember({"md", "json", "jsonl", "csv"}));
     command->add_flag("!--no-warmup", o->warmup, "skip the warm-up run");
+    command->add_flag("--no-repack", o->no_repack,
+                      "keep block-format weights in the file's layout (as loom run --no-repack)");
     command->add_flag("--profile", o->profile,
                       "print to stderr where each test's time goes, per kind of node");
     command->callback([command, o, &exit_code] {
