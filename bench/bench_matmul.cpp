@@ -9,6 +9,8 @@
 //                                    IQ4_XS) next to F16, same shape
 //   mul_mat/<type>_n1_dram/...       weights of at least 128 MiB ([4096, M]), past the 48 MiB L3
 //                                    (also Q4_1, Q5_0, Q5_1, Q2_K, Q3_K: per-row dot products)
+//   mul_mat/<type>_n1_l2/...         [4096, 256] weights inside one core's L2 (Q4_0, Q8_0, Q4_K,
+//                                    Q6_K): the generation kernel's compute rate
 //   flash_attn/<case>/threads:<t>    flash_attn_ext over 16 layers with the 1B Llama's heads (64
 //                                    wide, 32 query heads on 8 kv heads, causal mask) for a
 //                                    ubatch of 512 queries or one, after `depth` positions, on an
@@ -327,6 +329,12 @@ LOOM_BENCH_MUL_MAT(q4_0_n1_dram, Q4_0, kDim, dram_rows(DType::Q4_0), 1);
 LOOM_BENCH_MUL_MAT(q8_0_n1_dram, Q8_0, kDim, dram_rows(DType::Q8_0), 1);
 LOOM_BENCH_MUL_MAT(q4_k_n1_dram, Q4_K, kDim, dram_rows(DType::Q4_K), 1);
 LOOM_BENCH_MUL_MAT(q6_k_n1_dram, Q6_K, kDim, dram_rows(DType::Q6_K), 1);
+// Generation kernels on [4096, 256] weights that stay in one core's L2 (<= 0.86 MiB): what the
+// kernel computes per second when memory does not bound it.
+LOOM_BENCH_MUL_MAT(q4_0_n1_l2, Q4_0, kDim, 256, 1);
+LOOM_BENCH_MUL_MAT(q8_0_n1_l2, Q8_0, kDim, 256, 1);
+LOOM_BENCH_MUL_MAT(q4_k_n1_l2, Q4_K, kDim, 256, 1);
+LOOM_BENCH_MUL_MAT(q6_k_n1_l2, Q6_K, kDim, 256, 1);
 // The formats without a repacked layout (per-row dot products in ggml's order).
 LOOM_BENCH_MUL_MAT(q4_1_n1_dram, Q4_1, kDim, dram_rows(DType::Q4_1), 1);
 LOOM_BENCH_MUL_MAT(q5_0_n1_dram, Q5_0, kDim, dram_rows(DType::Q5_0), 1);
