@@ -12,7 +12,8 @@
 //         unit 8c + t: elements 64c + 4t.. in the low nibbles, 64c + 32 + 4t.. in the high ones
 //   Q5_K: as Q4_K, with 8 qh units x 64 bytes before the quants: unit t, bit j holds the fifth
 //         bit of element 4t.. of sub-block j (the elements of quant units 8(j/2) + t)
-//   Q6_K: ql 32 units x 64 | qh 16 units x 64 | 16 scales x 16 rows (int8) | d[16] F16
+//   Q6_K: 16 scales x 16 rows (int8) | d[16] F16 | per half h: ql unit 16h + u and qh unit
+//         8h + u for u < 8 | ql units 16h + 8 .. 16h + 15 (the order the tile reads them in)
 // Each sub-block's integer sum is multiplied by its scale in integers (VPMULLD or VPDPWSSD), so a
 // lane's sum over the super-block is exact; the F16 scales enter once per super-block (Q2_K and
 // Q6_K: once per lane of ggml's AVX2 kernels, see tile_lanes).
@@ -408,15 +409,23 @@ struct Q2KDecoded {
 
 // A Q6_K group block for tile_lanes: unit u of chunk 4h + qq (elements 128h + 32qq + 4u ..) has
 // its low bits in ql unit 16h + 8(qq % 2) + u (high nibble when qq >= 2), bits 4-5 in bits 2qq,
-// 2qq + 1 of qh unit 8h + u. Its levels are q + 32: lane m starts at -32 * (the scaled 16-sums
-// of sub-blocks 2m and 2m + 1), as ggml's kernel subtracts them; one fma with d_w * d_a per
-// block. The panel stores each 16-sum in the low half of its int32 (zero above), which either
-// form of Scale16 multiplies exactly.
+// 2qq + 1 of qh unit 8h + u (placed as repack.cpp's q6k_read_order). Its levels are q + 32: lane m
+// starts at -32 * (the scaled 16-sums of sub-blocks 2m and 2m + 1), as ggml's kernel subtracts
+// them; one fma with d_w * d_a per block. The panel stores each 16-sum in the low half of its int32
+// (zero above), which either form of Scale16 multiplies exactly.
 struct Q6KDecoded {
     using Terms = Q6KTerms;
     static constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ6K);
-    static constexpr size_t kHigh = 128 * kRepackRows, kScales = 192 * kRepackRows,
-                            kD = 208 * kRepackRows;
+    static constexpr size_t kScales = 0, kD = 16 * kRepackRows, kHalf = kD + 2 * kRepackRows;
+    static constexpr size_t kHalfBytes = 96 * kRepackRows;  // 16 ql units and 8 qh units
+    // Half h's ql unit 16h + 8(qq % 2) + u, and its qh unit 8h + u.
+    static constexpr size_t ql_at(int h, int qq, int u) {
+        return kHalf + kHalfBytes * size_t(h) +
+               (qq % 2 == 0 ? 128 * size_t(u) : 1024 + 64 * size_t(u));
+    }
+    static constexpr size_t qh_at(int h, int u) {
+        return kHalf + kHalfBytes * size_t(h) + 128 * size_t(u) + 64;
+    }
     static constexpr int kMaxLevel = 63;
 
     const std::byte *w;
@@ -431,8 +440,8 @@ struct Q6KDecoded {
     }
     Ints levels(int chunk, int u) const {
         const int h = chunk / 4, qq = chunk % 4;
-        const Ints lo = Ints::load(w + size_t(16 * h + 8 * (qq % 2) + u) * 64);
-        const Ints hi = Ints::load(w + kHigh + size_t(8 * h + u) * 64);
+        const Ints lo = Ints::load(w + ql_at(h, qq, u));
+        const Ints hi = Ints::load(w + qh_at(h, u));
         const Ints hi45 = qq == 0   ? slli16(hi, 4)
                           : qq == 1 ? slli16(hi, 2)
                           : qq == 2 ? hi

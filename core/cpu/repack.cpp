@@ -35,10 +35,39 @@ uint32_t spread_high_bits(uint32_t qh, bool to_repacked) {
     return out;
 }
 
+// `size` bytes at byte `from` of a group block as the interleaved fields lay it out.
+struct Piece {
+    int from, size;
+};
+
 struct Layout {
     int n_fields = 0;
     std::array<Field, 5> fields{};
+    // Where given, the group block is these pieces of the interleaved one, in this order.
+    int n_pieces = 0;
+    std::array<Piece, 36> pieces{};
 };
+
+// Q6_K's group block in the order the generation tile reads it (core/cpu/qgemm_k.cpp): the scales
+// and d first, then per half h the ql units of chunks 4h, 4h + 2 each beside the qh unit the
+// same elements take their high bits from, then the ql units of chunks 4h + 1, 4h + 3. Read in
+// ascending order, the weights stream 1.25x faster from memory on a Zen 5 than in field order,
+// where each block jumps between three regions (PERFORMANCE.md).
+constexpr int kQ6KQuants = 0, kQ6KHigh = 128 * 16, kQ6KScales = 192 * 16, kQ6KD = 208 * 16;
+constexpr std::array<Piece, 36> q6k_read_order() {
+    std::array<Piece, 36> p{};
+    int n = 0;
+    p[n++] = {kQ6KScales, 256};
+    p[n++] = {kQ6KD, 32};
+    for (int h = 0; h < 2; ++h) {
+        for (int u = 0; u < 8; ++u) {
+            p[n++] = {kQ6KQuants + 1024 * h + 64 * u, 64};
+            p[n++] = {kQ6KHigh + 512 * h + 64 * u, 64};
+        }
+        p[n++] = {kQ6KQuants + 1024 * h + 512, 512};
+    }
+    return p;
+}
 
 // The fields of each block struct (core/quant/legacy_formats.h, k_blocks.h, lut4_formats.h).
 constexpr std::array<Layout, kDTypeCount> kLayouts = [] {
@@ -53,7 +82,8 @@ constexpr std::array<Layout, kDTypeCount> kLayouts = [] {
     t[size_t(DType::Q3_K)] = {4, {{{0, 32, 4}, {32, 64, 4}, {96, 12, 1}, {108, 2, 2}}}};
     t[size_t(DType::Q4_K)] = {4, {{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}}};
     t[size_t(DType::Q5_K)] = {5, {{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 32, 4}, {48, 128, 4}}}};
-    t[size_t(DType::Q6_K)] = {4, {{{0, 128, 4}, {128, 64, 4}, {192, 16, 1}, {208, 2, 2}}}};
+    t[size_t(DType::Q6_K)] = {
+        4, {{{0, 128, 4}, {128, 64, 4}, {192, 16, 1}, {208, 2, 2}}}, 36, q6k_read_order()};
     t[size_t(DType::MXFP4)] = {2, {{{0, 1, 1}, {1, 16, 4}}}};
     t[size_t(DType::IQ4_NL)] = {2, {{{0, 2, 2}, {2, 16, 4}}}};
     t[size_t(DType::IQ4_XS)] = {4, {{{0, 2, 2}, {2, 2, 2}, {4, 4, 1}, {8, 128, 4}}}};
@@ -123,6 +153,39 @@ void move_field_rows(const Field &field, const uint8_t *src, uint8_t *dst, size_
 template <bool kToRepacked>
 void convert_group(const Layout &layout, size_t block_bytes, int64_t n_blocks, const uint8_t *src,
                    uint8_t *dst, size_t row_bytes) {
+    if (layout.n_pieces > 0) {
+        // The fields interleave into (or out of) one group block in L1, which then moves as the
+        // pieces say.
+        constexpr size_t kMaxGroupBlock = 16 * 256;
+        LOOM_ASSERT(block_bytes * kRepackRows <= kMaxGroupBlock);
+        alignas(64) uint8_t staged[kMaxGroupBlock];
+        const Layout fields_only{layout.n_fields, layout.fields};
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            const size_t plain_block = size_t(b) * block_bytes;
+            const size_t group_block = plain_block * kRepackRows;
+            size_t at = 0;
+            if constexpr (kToRepacked) {
+                uint8_t *group = dst + group_block;
+                convert_group<true>(fields_only, block_bytes, 1, src + plain_block, staged,
+                                    row_bytes);
+                for (int i = 0; i < layout.n_pieces; ++i) {
+                    const Piece &piece = layout.pieces[size_t(i)];
+                    std::memcpy(group + at, staged + piece.from, size_t(piece.size));
+                    at += size_t(piece.size);
+                }
+            } else {
+                const uint8_t *group = src + group_block;
+                for (int i = 0; i < layout.n_pieces; ++i) {
+                    const Piece &piece = layout.pieces[size_t(i)];
+                    std::memcpy(staged + piece.from, group + at, size_t(piece.size));
+                    at += size_t(piece.size);
+                }
+                convert_group<false>(fields_only, block_bytes, 1, staged, dst + plain_block,
+                                     row_bytes);
+            }
+        }
+        return;
+    }
     for (int64_t b = 0; b < n_blocks; ++b) {
         const size_t plain_block = size_t(b) * block_bytes;
         const size_t group_block = plain_block * kRepackRows;

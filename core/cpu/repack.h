@@ -9,8 +9,9 @@
 // F16 scales, the packed scales, the quants) becomes that field of the 16 rows side by side, in
 // units of 2 (F16 scalars), 1 (scale bytes) or 4 (quants) bytes. Fields keep their order, so the
 // field at byte offset o of a block starts at byte 16 * o of the group's block. Q8_0's quants are
-// also offset by 128 (stored as unsigned bytes, which VPDPBUSD needs on one side), and the bits
-// of Q5_0 / Q5_1's qh (a 4-byte unit per row) are reordered for the tile (repack.cpp).
+// also offset by 128 (stored as unsigned bytes, which VPDPBUSD needs on one side), the bits
+// of Q5_0 / Q5_1's qh (a 4-byte unit per row) are reordered for the tile, and Q6_K's group block
+// is then cut into pieces put in the order its tile reads them (repack.cpp).
 //
 // F16 and BF16 matrices are stored the same way with one element per block: element k of the
 // 16 rows side by side (32 bytes), so the float GEMM reads a vector of 16 rows' element k with
