@@ -10,7 +10,9 @@
 //   mul_mat/<type>_n1_dram/...       weights of at least 128 MiB ([4096, M]), past the 48 MiB L3
 //                                    (also Q4_1, Q5_0, Q5_1, Q2_K, Q3_K: per-row dot products)
 //   mul_mat/<type>_n1_l2/...         [4096, 256] weights inside one core's L2 (Q4_0, Q8_0, Q4_K,
-//                                    Q6_K): the generation kernel's compute rate
+//                                    Q6_K): the generation kernel's compute rate; F16 and BF16
+//                                    on [4096, 64], grouped and _plain (the file's layout)
+//   layer_chain/q4_0/threads:<t>     the 112 products of a token of the 1B Llama in one graph
 //   flash_attn/<case>/threads:<t>    flash_attn_ext over 16 layers with the 1B Llama's heads (64
 //                                    wide, 32 query heads on 8 kv heads, causal mask) for a
 //                                    ubatch of 512 queries or one, after `depth` positions, on an
@@ -153,6 +155,54 @@ void bm_mul_mat(benchmark::State &state, DType type, int64_t K, int64_t M, int64
         state.counters["%peak"] = 100.0 * flops * iters * 1e-9 / seconds / g_fma_gflops[slot];
     }
 }
+
+// The generation products of a model: the seven weights of each of 16 layers of the generated 1B
+// Llama (n_embd 2048, GQA 32/8 heads of 64, n_ff 5632), each [K, M] matrix times one column, in
+// one graph in layer order: what a token's products stream, with a synchronisation after each
+// product as in a model, beside the single long product of the *_n1_dram cases.
+void bm_layer_chain(benchmark::State &state, DType type) {
+    constexpr int64_t kEmbd = 2048, kKv = 512, kFf = 5632, kLayers = 16;
+    const std::pair<int64_t, int64_t> shapes[] = {{kEmbd, kEmbd}, {kEmbd, kKv}, {kEmbd, kKv},
+                                                  {kEmbd, kEmbd}, {kEmbd, kFf}, {kEmbd, kFf},
+                                                  {kFf, kEmbd}};
+    Context weight_ctx({.mem_size = 1u << 20, .no_alloc = true});
+    std::vector<Tensor *> weights;
+    for (int64_t l = 0; l < kLayers; ++l) {
+        for (const auto &[k, m] : shapes) weights.push_back(weight_ctx.new_tensor(type, {k, m}));
+    }
+    const std::unique_ptr<Buffer> buffer = place_tensors(cpu_repack_buffer_type(), weights);
+    double total_bytes = 0.0;
+    uint32_t seed = 1;
+    for (Tensor *w : weights) {
+        const std::vector<std::byte> bytes = weight_bytes(type, w->ne[0], w->ne[1], seed++);
+        buffer->set_tensor(w, bytes.data(), 0, bytes.size());
+        total_bytes += double(bytes.size());
+    }
+    Context ctx({.mem_size = size_t(64) << 20});
+    Tensor *x = ctx.new_tensor(DType::F32, {kEmbd, 1});
+    Tensor *h = ctx.new_tensor(DType::F32, {kFf, 1});
+    fill_random(x, 2);
+    fill_random(h, 3);
+    Graph *graph = new_graph(ctx);
+    for (Tensor *w : weights)
+        build_forward_expand(graph, mul_mat(ctx, w, w->ne[0] == kEmbd ? x : h));
+    CpuBackend backend(int(state.range(0)));
+    backend.graph_compute(*graph);  // warm-up
+    for (auto _ : state) {
+        backend.graph_compute(*graph);
+        benchmark::ClobberMemory();
+    }
+    state.counters["GB/s"] = benchmark::Counter(total_bytes * 1e-9 * double(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+    state.counters["MiB"] = total_bytes / double(1 << 20);
+}
+BENCHMARK_CAPTURE(bm_layer_chain, q4_0, DType::Q4_0)
+    ->Name("layer_chain/q4_0")
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // ---------------------------------------------------------------------------------------------
 // FMA peak: kChains independent accumulators (an FMA's 4-cycle latency on two ports needs at
@@ -354,6 +404,15 @@ LOOM_BENCH_MUL_MAT(iq4_xs_n1_dram, IQ4_XS, kDim, dram_rows(DType::IQ4_XS), 1);
 // The same products with the weights in the file's layout (per-row dot products, no repacking):
 // what the integer kernels gain.
 LOOM_BENCH_MUL_MAT(q4_0_n1_plain, Q4_0, kDim, kDim, 1, Weights::plain);
+// 16-bit floats grouped and in the file's layout (rows transposed in registers): in L2 ([4096, 64],
+// 0.5 MiB) what each computes, from memory what a model without the repacked copy would stream.
+LOOM_BENCH_MUL_MAT(f16_n1_l2, F16, kDim, 64, 1);
+LOOM_BENCH_MUL_MAT(f16_n1_l2_plain, F16, kDim, 64, 1, Weights::plain);
+LOOM_BENCH_MUL_MAT(f16_n1_dram_plain, F16, kDim, dram_rows(DType::F16), 1, Weights::plain);
+LOOM_BENCH_MUL_MAT(bf16_n1_l2, BF16, kDim, 64, 1);
+LOOM_BENCH_MUL_MAT(bf16_n1_l2_plain, BF16, kDim, 64, 1, Weights::plain);
+LOOM_BENCH_MUL_MAT(bf16_n1_dram, BF16, kDim, dram_rows(DType::BF16), 1);
+LOOM_BENCH_MUL_MAT(bf16_n1_dram_plain, BF16, kDim, dram_rows(DType::BF16), 1, Weights::plain);
 LOOM_BENCH_MUL_MAT(q4_0_n512_plain, Q4_0, kDim, kDim, 512, Weights::plain);
 LOOM_BENCH_MUL_MAT(q4_k_n512_plain, Q4_K, kDim, kDim, 512, Weights::plain);
 LOOM_BENCH_MUL_MAT(mxfp4_n1_plain, MXFP4, kDim, kDim, 1, Weights::plain);
