@@ -7,6 +7,8 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/chat/jinja_chat.h"
+#include "engine/grammar/gbnf.h"
+#include "engine/grammar/matcher.h"
 #include "engine/jinja/builtins.h"
 #include "engine/jinja/template.h"
 #include "loom/error.h"
@@ -143,6 +145,25 @@ void jinja_one_input(const uint8_t *data, size_t size) {
                       {"raise_exception", engine::jinja::raise_exception_function()},
                       {"strftime_now", engine::jinja::strftime_now_function(std::tm{})}},
                      limits);
+    } catch (const Error &) {
+    }
+}
+
+void grammar_one_input(const uint8_t *data, size_t size) {
+    const std::string_view bytes(reinterpret_cast<const char *>(data), size);
+    const size_t split = std::min(bytes.find('\0'), bytes.size());
+    try {
+        const engine::grammar::Grammar grammar =
+            engine::grammar::parse_gbnf(bytes.substr(0, split));
+        engine::grammar::Matcher matcher(grammar);
+        for (size_t i = split + 1; i < bytes.size();) {
+            const size_t length = std::min<size_t>(uint8_t(bytes[i]) % 4 + 1, bytes.size() - i);
+            const std::string_view piece = bytes.substr(i, length);
+            if (!matcher.allows(piece)) break;
+            matcher.accept(piece);
+            i += length;
+        }
+        (void)matcher.can_end();
     } catch (const Error &) {
     }
 }

@@ -57,4 +57,9 @@ std::shared_ptr<StateBase> load_state_base(const std::string &root);
 // sequence must be left as it was.
 void sequence_state_one_input(const StateBase &base, const uint8_t *data, size_t size);
 
+// The bytes up to the first 0 as a GBNF grammar (engine/grammar/gbnf.h); where it parses, the
+// bytes after it read by a matcher in pieces of 1 to 4 bytes (the first byte of each piece sets
+// its length), asking whether each piece is allowed before reading it, as a sampler would.
+void grammar_one_input(const uint8_t *data, size_t size);
+
 }  // namespace loom::fuzz

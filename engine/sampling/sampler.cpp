@@ -2,6 +2,7 @@
 #include "engine/sampling/sampler.h"
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "engine/sampling/stages.h"
@@ -41,7 +42,25 @@ void Sampler::reset() {
     rng_.seed(sequence);
 }
 
-int32_t Sampler::sample(std::span<const float> logits) {
+int32_t Sampler::sample(std::span<const float> logits, const TokenConstraint *constraint) {
+    const int32_t token = pick(logits);
+    if (constraint == nullptr || constraint->allows(token)) return token;
+    allowed_.assign(logits.size(), 0);
+    constraint->mark_allowed(allowed_);
+    allowed_logits_.assign(logits.begin(), logits.end());
+    bool any = false;
+    for (size_t id = 0; id < allowed_logits_.size(); ++id) {
+        if (allowed_[id] != 0) {
+            any = true;
+        } else {
+            allowed_logits_[id] = -std::numeric_limits<float>::infinity();
+        }
+    }
+    if (!any) fail("grammar", "no token of the {} can continue the text", logits.size());
+    return pick(allowed_logits_);
+}
+
+int32_t Sampler::pick(std::span<const float> logits) {
     if (logits.empty()) fail("sampling", "no logits to sample from");
     fill_candidates(candidates_, logits);
     const PenaltyParams penalties{.repeat = params_.repeat_penalty,

@@ -7,8 +7,10 @@
 #include <random>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/sampling/candidates.h"
+#include "engine/sampling/constraint.h"
 #include "engine/sampling/penalties.h"
 
 namespace loom::engine {
@@ -36,7 +38,14 @@ class Sampler {
 
     // Picks the next token from one position's logits (n_vocab floats); does not record it.
     // Greedy (temperature <= 0) takes the argmax of the penalized logits and skips the draw.
-    int32_t sample(std::span<const float> logits);
+    // Under a constraint the token is one it allows: the token picked from all the logits when
+    // the constraint allows it (the usual case, and the only token checked), else one picked
+    // again with every token it refuses at -inf. Greedy, that is the likeliest allowed token;
+    // drawn, a token the first draw would give with probability p comes out with probability
+    // p / (the allowed tokens' total), as from the allowed tokens alone (exactly so when top-k,
+    // top-p and min-p keep the same allowed tokens both times). Throws loom::Error when the
+    // constraint allows no token.
+    int32_t sample(std::span<const float> logits, const TokenConstraint *constraint = nullptr);
 
     // Records a token in the history the penalties use (prompt tokens too, if the caller wants).
     void accept(int32_t token) { history_.push(token); }
@@ -58,11 +67,14 @@ class Sampler {
     void set_rng_state(const std::string &state);
 
   private:
+    int32_t pick(std::span<const float> logits);
     int32_t draw();
 
     SamplingParams params_;
     TokenHistory history_;
-    Candidates candidates_;  // reused between calls: one allocation of n_vocab entries
+    Candidates candidates_;              // reused between calls: one allocation of n_vocab entries
+    std::vector<float> allowed_logits_;  // the logits a constraint left, when it refused a pick
+    std::vector<uint8_t> allowed_;
     uint64_t seed_ = 0;
     std::mt19937 rng_;
 };

@@ -11,6 +11,8 @@
 //   saved      save_sequence / load_sequence (files)         engine/context/sequence_state.h
 //   shifting   shift_context (a full context goes on)        engine/context/context_shift.h
 //   sampler    Sampler, SamplingParams                       engine/sampling/sampler.h
+//   grammar    parse_gbnf, TokenGrammar (a TokenConstraint   engine/grammar/
+//              for Sampler::sample)
 //   tokenizer  Vocab: tokenize, detokenize, special tokens   engine/vocab/vocab.h
 //   chat       ChatFormatter (the model's Jinja template or a built-in family), ChatRender,
 //              PromptCache (a conversation's tokens so far)  engine/chat/
@@ -28,6 +30,8 @@
 #include "engine/context/context.h"
 #include "engine/context/context_shift.h"
 #include "engine/context/sequence_state.h"
+#include "engine/grammar/gbnf.h"
+#include "engine/grammar/token_grammar.h"
 #include "engine/jinja/json.h"
 #include "engine/memory/kv_cache.h"
 #include "engine/model/model.h"

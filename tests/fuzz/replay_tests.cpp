@@ -48,6 +48,12 @@ TEST(FuzzCorpus, Jinja) {
     for (const auto &input : inputs) jinja_one_input(input.data(), input.size());
 }
 
+TEST(FuzzCorpus, Grammar) {
+    const auto inputs = corpus("grammar");
+    ASSERT_FALSE(inputs.empty());
+    for (const auto &input : inputs) grammar_one_input(input.data(), input.size());
+}
+
 TEST(FuzzCorpus, ModelLoad) {
     const auto base = load_base_model(LOOM_SOURCE_DIR);
     const auto inputs = corpus("model_load");

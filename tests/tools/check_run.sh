@@ -117,6 +117,26 @@ head -c 2000 "$pc" >"$tmp/truncated.cache"
 expect_error "^loom run: error: \[state\] $tmp/truncated.cache is truncated" -m "$model" -p "Once" \
     -n 1 --prompt-cache "$tmp/truncated.cache"
 
+# --grammar / --grammar-file: the text after the echoed prompt follows the grammar, which here
+# ends after a bounded object, so the end-of-generation token is the only one left and the run
+# stops by itself; python's json module is the reference parser. Bad grammars are refused.
+grammar='root ::= "{\"name\": \"" [a-z ]{1,12} "\", \"age\": " [0-9]{1,2} "}"'
+for seed in 1 2 3; do
+    "$loom" run -m "$model" -p "Data:" -n 100 --seed $seed --grammar "$grammar" >"$tmp/g" 2>"$tmp/err" ||
+        fail "--grammar: $(cat "$tmp/err")"
+    text=$(sed -e '1s/^ *Data://' "$tmp/g")
+    echo "$text" | grep -Eq '^\{"name": "[a-z ]{1,12}", "age": [0-9]{1,2}\}$' || fail "--grammar gave '$text'"
+    python3 -c 'import json, sys; json.loads(sys.argv[1])' "$text" || fail "not JSON: '$text'"
+done
+"$loom" run -m "$model" -p "Data:" -n 40 --seed 4 --grammar-file "$2/grammars/json.gbnf" \
+    >/dev/null 2>"$tmp/err" || fail "--grammar-file grammars/json.gbnf: $(cat "$tmp/err")"
+expect_error "^loom run: error: \[grammar\] line 1, column 10: undefined rule 'value'" -m "$model" \
+    -p "Once" --grammar "root ::= value"
+expect_error "^loom run: error: \[run\] --grammar and --grammar-file: give one grammar" -m "$model" \
+    -p "Once" --grammar 'root ::= "a"' --grammar-file "$2/grammars/json.gbnf"
+expect_error "^loom run: error: \[run\] cannot read the grammar file '$tmp/none.gbnf'" -m "$model" \
+    -p "Once" --grammar-file "$tmp/none.gbnf"
+
 # Ctrl-C while generating: the timings so far, "interrupted", and exit code 130. A generated
 # model of 4,096 trained positions generates long enough to be interrupted.
 "$loom" gguf synth --type F32 --n-vocab 2000 --n-embd 512 --n-layer 4 --n-head 8 --n-head-kv 4 \

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <fstream>
+#include <iterator>
 #include <optional>
 
 #include "loom/error.h"
@@ -102,6 +104,12 @@ void add_context_shift_options(CLI::App &command, bool &context_shift, int32_t &
     command.add_option("--keep", n_keep, "prompt tokens a context shift keeps")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
+}
+
+std::string read_text_file(const std::string &path, const char *module, const char *what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(module, "cannot read the {} file '{}'", what, path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 }  // namespace loom::tools

@@ -53,4 +53,8 @@ engine::ContextOptions context_options(const ModelOptions &options);
 // loom::Error naming `flag` for anything else.
 DType kv_cache_type(const std::string &name, const char *flag);
 
+// The whole of a text file a flag names; throws loom::Error("[module] cannot read the WHAT file
+// 'PATH'") when it cannot be read.
+std::string read_text_file(const std::string &path, const char *module, const char *what);
+
 }  // namespace loom::tools

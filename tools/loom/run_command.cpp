@@ -1,12 +1,14 @@
 // `loom run -m MODEL -p PROMPT [-n N] [sampling options] [-c C] [--ignore-eos] [--no-repack]
 //           [--raw | --chat-template NAME | --chat-template-file T.jinja] [--system-prompt S]
-//           [--prompt-cache FILE]`:
+//           [--prompt-cache FILE] [--grammar G | --grammar-file G.gbnf]`:
 // generates text after a prompt, streaming each piece to stdout, then prints the load, prompt and
 // generation timings on stderr. As llama-cli and ollama do, a model with a chat template gets
 // the prompt as a user's message in its own format (and only the answer is printed); a model
 // without one, or --raw, gets the prompt as it is, echoed before the continuation. With
 // --prompt-cache (llama-cli's), the prompt's KV cells are saved after it is decoded, and a later
-// run whose prompt starts the same way decodes only the rest.
+// run whose prompt starts the same way decodes only the rest. With a grammar (GBNF, llama.cpp's
+// format: engine/grammar/gbnf.h) every token continues text the grammar allows, and generation
+// ends only where that text is whole.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -45,6 +47,8 @@ struct RunOptions {
     engine::ChatFormatChoice chat_format;
     std::string system_prompt;
     std::string prompt_cache;  // a sequence file (engine/context/sequence_state.h), or none
+    std::string grammar;       // GBNF text, or empty
+    std::string grammar_file;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -163,6 +167,18 @@ std::vector<int32_t> prompt_tokens(const RunOptions &options, const engine::Mode
     return formatter.tokenize(vocab, text);
 }
 
+// The grammar of --grammar or --grammar-file over the model's tokens, or none.
+std::unique_ptr<engine::grammar::TokenGrammar> token_grammar(const RunOptions &options,
+                                                             const engine::Vocab &vocab) {
+    if (options.grammar.empty() && options.grammar_file.empty()) return nullptr;
+    if (!options.grammar.empty() && !options.grammar_file.empty())
+        fail("run", "--grammar and --grammar-file: give one grammar");
+    std::string text = options.grammar;
+    if (!options.grammar_file.empty())
+        text = read_text_file(options.grammar_file, "run", "grammar");
+    return engine::grammar::TokenGrammar::for_vocab(engine::grammar::parse_gbnf(text), vocab);
+}
+
 // Returns false when Ctrl-C stopped it.
 bool run_generation(const RunOptions &options) {
     Timings timings;
@@ -190,6 +206,7 @@ bool run_generation(const RunOptions &options) {
     }
     engine::Context ctx(*model, context);
     fmt::print(stderr, "loom run: KV cache {}\n", engine::describe_memory(ctx.memory()));
+    const std::unique_ptr<engine::grammar::TokenGrammar> grammar = token_grammar(options, vocab);
     engine::Sampler sampler(options.sampling);
     for (const int32_t token : prompt) sampler.accept(token);
     bool prompt_saved = false;
@@ -226,8 +243,9 @@ bool run_generation(const RunOptions &options) {
     auto n_past = engine::Pos(prompt.size());
     for (int32_t i = 0; (options.n_predict < 0 || i < options.n_predict) && !interrupted; ++i) {
         const auto sample_start = Clock::now();
-        const int32_t token = sampler.sample(ctx.logits(0));
+        const int32_t token = sampler.sample(ctx.logits(0), grammar.get());
         sampler.accept(token);
+        if (grammar != nullptr) grammar->accept(token);
         timings.sample_ms += ms_since(sample_start);
         ++timings.n_sampled;
         if (!options.ignore_eos && vocab.is_eog(token)) break;
@@ -283,6 +301,9 @@ void add_run_command(CLI::App &app, int &exit_code) {
     command->add_option("--prompt-cache", options->prompt_cache,
                         "a file for the prompt's KV cache: saved after the prompt, and a later "
                         "run of this model whose prompt starts the same way decodes only the rest");
+    command->add_option("--grammar", options->grammar,
+                        "a GBNF grammar (llama.cpp's format) the generated text must follow");
+    command->add_option("--grammar-file", options->grammar_file, "a file with a GBNF grammar");
     command->callback([command, options, &exit_code] {
         options->ctx_size_given = command->count("--ctx-size") > 0;
         exit_code = run_generation(*options) ? 0 : 128 + SIGINT;

@@ -8,8 +8,6 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 
@@ -17,6 +15,7 @@
 #include "loom/error.h"
 #include "loom/gguf.h"
 #include "tools/loom/commands.h"
+#include "tools/loom/model_options.h"
 
 namespace loom::tools {
 
@@ -32,12 +31,6 @@ struct TemplateOptions {
     std::optional<std::string> eos_token;
     std::string now;  // YYYY-MM-DD; empty: the local time now
 };
-
-std::string read_file(const std::string &path, const char *what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail("template", "cannot read the {} file '{}'", what, path);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // Midnight of YYYY-MM-DD, with the weekday and day of the year strftime's %a and %j need.
 std::tm parse_date(const std::string &text) {
@@ -73,14 +66,16 @@ void run_template(const TemplateOptions &options) {
             eos = text(vocab.eos());
         }
     } else {
-        source = read_file(options.template_file, "template");
+        source = read_text_file(options.template_file, "template", "template");
     }
     const engine::JinjaChatTemplate chat_template(source, options.bos_token.value_or(bos),
                                                   options.eos_token.value_or(eos));
     engine::ChatRender chat;
-    chat.messages = engine::chat_messages_from_json(read_file(options.messages_file, "messages"));
+    chat.messages = engine::chat_messages_from_json(
+        read_text_file(options.messages_file, "template", "messages"));
     if (!options.tools_file.empty()) {
-        chat.tools = engine::chat_tools_from_json(read_file(options.tools_file, "tools"));
+        chat.tools =
+            engine::chat_tools_from_json(read_text_file(options.tools_file, "template", "tools"));
     }
     chat.add_generation_prompt = options.add_generation_prompt;
     chat.now = options.now.empty() ? engine::local_time_now() : parse_date(options.now);

@@ -1,0 +1,76 @@
+// The cost of a grammar over a large vocabulary: Qwen2's 151,646 tokens
+// (../shared/models/vocab/ggml-vocab-qwen2.gguf) under grammars/json.gbnf, at three points of a
+// document. Sampler::sample checks the token it picked first (grammar/first_pick) and only when
+// the grammar refuses it marks every token of the vocabulary (grammar/every_token,
+// TokenGrammar::mark_allowed): what a token costs is first_pick plus every_token times the share
+// of refused picks.
+//   loom-bench-grammar [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include "engine/grammar/gbnf.h"
+#include "engine/grammar/token_grammar.h"
+#include "engine/vocab/vocab.h"
+#include "loom/gguf.h"
+
+namespace loom {
+namespace {
+
+const engine::Vocab &qwen2_vocab() {
+    static const engine::Vocab vocab = [] {
+        const gguf::File file(std::string(LOOM_SOURCE_DIR) +
+                              "/../shared/models/vocab/ggml-vocab-qwen2.gguf");
+        return engine::Vocab::from_gguf(file);
+    }();
+    return vocab;
+}
+
+std::unique_ptr<engine::grammar::TokenGrammar> json_after(const std::string &text) {
+    std::ifstream in(std::string(LOOM_SOURCE_DIR) + "/grammars/json.gbnf");
+    const std::string gbnf{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const engine::Vocab &vocab = qwen2_vocab();
+    auto grammar =
+        engine::grammar::TokenGrammar::for_vocab(engine::grammar::parse_gbnf(gbnf), vocab);
+    for (const int32_t token : vocab.tokenize(text, false, false)) grammar->accept(token);
+    return grammar;
+}
+
+// The three points: before the document, inside a string, after a number inside an object.
+const char *const kPoints[] = {"", "{\"name\": \"Ada", "{\"name\": \"Ada\", \"age\": 36"};
+
+void bm_every_token(benchmark::State &state) {
+    const auto grammar = json_after(kPoints[state.range(0)]);
+    const auto n = size_t(qwen2_vocab().n_tokens());
+    std::vector<uint8_t> allowed(n);
+    for (auto _ : state) {
+        grammar->mark_allowed(allowed);
+        benchmark::DoNotOptimize(allowed.data());
+    }
+    state.counters["allowed"] = double(std::count(allowed.begin(), allowed.end(), 1));
+    state.counters["tokens"] = double(n);
+}
+BENCHMARK(bm_every_token)
+    ->Name("grammar/every_token")
+    ->DenseRange(0, 2)
+    ->Unit(benchmark::kMillisecond);
+
+void bm_first_pick(benchmark::State &state) {
+    const auto grammar = json_after(kPoints[state.range(0)]);
+    const std::vector<int32_t> next =
+        qwen2_vocab().tokenize(state.range(0) == 1 ? " Lovelace" : ",", false, false);
+    for (auto _ : state) benchmark::DoNotOptimize(grammar->allows(next.front()));
+}
+BENCHMARK(bm_first_pick)
+    ->Name("grammar/first_pick")
+    ->DenseRange(0, 2)
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace loom
+
+BENCHMARK_MAIN();

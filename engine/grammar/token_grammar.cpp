@@ -1,0 +1,67 @@
+// A grammar's matcher driven by tokens.
+#include "engine/grammar/token_grammar.h"
+
+#include <algorithm>
+
+#include "engine/vocab/vocab.h"
+#include "loom/error.h"
+
+namespace loom::engine::grammar {
+namespace {
+
+std::vector<bool> left_out(const std::vector<std::string> &pieces, const std::vector<bool> &ends) {
+    LOOM_ASSERT(pieces.size() == ends.size());
+    std::vector<bool> out(pieces.size());
+    for (size_t id = 0; id < pieces.size(); ++id) out[id] = ends[id] || pieces[id].empty();
+    return out;
+}
+
+}  // namespace
+
+TokenGrammar::TokenGrammar(Grammar grammar, std::vector<std::string> pieces, std::vector<bool> ends)
+    : grammar_(std::move(grammar)),
+      pieces_(std::move(pieces)),
+      ends_(std::move(ends)),
+      index_(pieces_, left_out(pieces_, ends_)),
+      matcher_(grammar_) {}
+
+std::unique_ptr<TokenGrammar> TokenGrammar::for_vocab(Grammar grammar, const Vocab &vocab) {
+    const auto n = size_t(vocab.n_tokens());
+    std::vector<std::string> pieces(n);
+    std::vector<bool> ends(n);
+    for (size_t id = 0; id < n; ++id) {
+        pieces[id] = vocab.token_to_piece(int32_t(id), false);
+        ends[id] = vocab.is_eog(int32_t(id));
+    }
+    return std::make_unique<TokenGrammar>(std::move(grammar), std::move(pieces), std::move(ends));
+}
+
+bool TokenGrammar::allows(int32_t token) const {
+    if (token < 0 || size_t(token) >= pieces_.size()) return false;
+    if (ends_[size_t(token)]) return matcher_.can_end();
+    const std::string &piece = pieces_[size_t(token)];
+    return !piece.empty() && matcher_.allows(piece);
+}
+
+void TokenGrammar::mark_allowed(std::vector<uint8_t> &allowed) const {
+    if (matcher_.cut_pending()) {  // a character cut by the last token: each piece completes it
+        TokenConstraint::mark_allowed(allowed);
+        return;
+    }
+    // Ids past the vocabulary (a model with more logits than tokens) are never allowed.
+    std::vector<uint8_t> flags(pieces_.size(), 0);
+    matcher_.mark_allowed(index_, flags);
+    const bool can_end = matcher_.can_end();
+    for (size_t id = 0; id < flags.size(); ++id) {
+        if (ends_[id]) flags[id] = can_end ? 1 : 0;
+    }
+    std::fill(allowed.begin(), allowed.end(), 0);
+    std::copy_n(flags.begin(), std::min(flags.size(), allowed.size()), allowed.begin());
+}
+
+void TokenGrammar::accept(int32_t token) {
+    if (!allows(token)) fail("grammar", "token {} does not continue the grammar", token);
+    if (!ends_[size_t(token)]) matcher_.accept(pieces_[size_t(token)]);
+}
+
+}  // namespace loom::engine::grammar

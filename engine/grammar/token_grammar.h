@@ -1,0 +1,43 @@
+#pragma once
+// A grammar (gbnf.h) over a vocabulary's tokens: a token may come next when its bytes continue
+// the text the grammar allows; a token that ends generation, when the text is a whole sentence.
+// Tokens that stand for no bytes (control tokens) never may: they would add nothing the grammar
+// could check, forever.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/grammar/gbnf.h"
+#include "engine/grammar/matcher.h"
+#include "engine/sampling/constraint.h"
+
+namespace loom::engine {
+class Vocab;
+}
+
+namespace loom::engine::grammar {
+
+class TokenGrammar final : public TokenConstraint {
+  public:
+    // pieces[id]: the bytes token id stands for; ends[id]: whether it ends generation.
+    TokenGrammar(Grammar grammar, std::vector<std::string> pieces, std::vector<bool> ends);
+    // The pieces of `vocab` as generated text shows them, its end-of-generation tokens as ends.
+    static std::unique_ptr<TokenGrammar> for_vocab(Grammar grammar, const Vocab &vocab);
+    TokenGrammar(const TokenGrammar &) = delete;  // the matcher points at grammar_
+    TokenGrammar &operator=(const TokenGrammar &) = delete;
+
+    bool allows(int32_t token) const override;
+    void accept(int32_t token) override;
+    void mark_allowed(std::vector<uint8_t> &allowed) const override;
+    // Whether the text so far is a whole sentence of the grammar.
+    bool complete() const { return matcher_.can_end(); }
+
+  private:
+    Grammar grammar_;
+    std::vector<std::string> pieces_;
+    std::vector<bool> ends_;
+    PieceIndex index_;  // the pieces that are text (not ends, not empty)
+    Matcher matcher_;
+};
+
+}  // namespace loom::engine::grammar
