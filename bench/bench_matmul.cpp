@@ -239,7 +239,7 @@ void bm_fma_peak(benchmark::State &state) {
     std::vector<double> rates;
     for (auto _ : state) {
         const auto start = std::chrono::steady_clock::now();
-        pool.run([&](int ith) { sink[size_t(ith)] = fma_loop(float(ith)); });
+        pool.run(n_threads, [&](int ith, int) { sink[size_t(ith)] = fma_loop(float(ith)); });
         benchmark::DoNotOptimize(sink.data());
         rates.push_back(flops * 1e-9 / seconds_since(start));
     }
@@ -278,14 +278,14 @@ void bm_read_bw(benchmark::State &state) {
     std::span<float> buf(static_cast<float *>(memory->base()), n);
     cpu::ThreadPool pool(n_threads);
     // First touch by the threads that read, then one untimed pass.
-    pool.run([&](int ith) {
+    pool.run(n_threads, [&](int ith, int) {
         const size_t b = n * size_t(ith) / size_t(n_threads),
                      e = n * size_t(ith + 1) / size_t(n_threads);
         for (size_t i = b; i < e; ++i) buf[i] = float(i & 1023) * 1e-3f;
     });
     std::vector<float> sink(static_cast<size_t>(n_threads));
     auto pass = [&] {
-        pool.run([&](int ith) {
+        pool.run(n_threads, [&](int ith, int) {
             const size_t b = n * size_t(ith) / size_t(n_threads);
             const size_t e = n * size_t(ith + 1) / size_t(n_threads);
             sink[size_t(ith)] = sum_floats(buf.data() + b, e - b);

@@ -8,6 +8,7 @@
 
 #include "core/cpu/kernels.h"
 #include "core/cpu/repack.h"
+#include "core/cpu/team_size.h"
 #include "core/cpu/threadpool.h"
 #include "loom/cpu.h"
 
@@ -113,8 +114,9 @@ std::vector<std::span<Tensor *const>> plan_steps(const Graph &graph, const Kerne
 }  // namespace
 
 struct CpuBackend::Impl {
-    Impl(int n, BufferType *memory) : pool(n), memory(memory) {}
+    Impl(int n, BufferType *memory) : pool(n), team(n), memory(memory) {}
     cpu::ThreadPool pool;
+    cpu::TeamSize team;  // how many of the pool's threads the next graph uses
     BufferType *memory;  // null: host memory and the repacked weights
     std::vector<std::byte> scratch;
     EvalCallback eval_callback;
@@ -187,9 +189,11 @@ void CpuBackend::graph_compute(const Graph &graph) {
         kScratchAlign);
 
     const std::vector<std::span<Tensor *const>> steps = plan_steps(graph, table);
-    impl_->pool.run([&](int ith) {
+    const auto start = cpu::TeamSize::Clock::now();
+    const int used = impl_->team.next(start);
+    const double slept = impl_->pool.run(used, [&](int ith, int n_used) {
         const cpu::ComputeParams params{.ith = ith,
-                                        .nth = nth,
+                                        .nth = n_used,
                                         .work = base + per_thread * size_t(ith),
                                         .work_size = per_thread,
                                         .shared = base + per_thread * size_t(nth),
@@ -221,10 +225,13 @@ void CpuBackend::graph_compute(const Graph &graph) {
                 if (ith == 0) {
                     for (Tensor *node : step) impl_->eval_callback(node);
                 }
-                params.barrier();
+                impl_->pool.barrier(cpu::ThreadPool::Wait::kSerial);
             }
         }
     });
+    const auto end = cpu::TeamSize::Clock::now();
+    const double wall = std::chrono::duration<double>(end - start).count();
+    impl_->team.report(used, wall, slept, end);
 }
 
 void CpuBackend::set_eval_callback(EvalCallback callback) {

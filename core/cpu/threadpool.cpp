@@ -1,5 +1,6 @@
 #include "core/cpu/threadpool.h"
 
+#include <algorithm>
 #include <chrono>
 
 #if defined(__x86_64__)
@@ -18,20 +19,27 @@ constexpr int kSpinsBeforeSleep = 2048;
 // runnable threads than cores), the thread everyone waits for may have no core at all: a waiter
 // that kept spinning, or yielding (which the Linux scheduler mostly ignores), would hold the
 // core it needs. `sleepers` counts the waiters that may be asleep, so that a change wakes them
-// with a system call only when there are any.
+// with a system call only when there are any. The time asleep is added to `slept_ns`, when given.
 template <typename T>
-void wait_for_change(const std::atomic<T> &value, T old, std::atomic<int> &sleepers) {
+void wait_for_change(const std::atomic<T> &value, T old, std::atomic<int> &sleepers,
+                     std::atomic<int64_t> *slept_ns) {
     for (int spins = 0; spins < kSpinsBeforeSleep; ++spins) {
         if (value.load(std::memory_order_acquire) != old) return;
 #if defined(__x86_64__)
         _mm_pause();
 #endif
     }
+    const auto asleep = std::chrono::steady_clock::now();
     sleepers.fetch_add(1, std::memory_order_seq_cst);
     // seq_cst against the changer's store then load of `sleepers`: either this load sees the new
     // value, or the changer sees this sleeper and wakes it (wait() rechecks in the kernel).
     while (value.load(std::memory_order_seq_cst) == old) value.wait(old, std::memory_order_acquire);
     sleepers.fetch_sub(1, std::memory_order_relaxed);
+    if (slept_ns != nullptr) {
+        const auto slept = std::chrono::steady_clock::now() - asleep;
+        slept_ns->fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(slept).count(),
+                            std::memory_order_relaxed);
+    }
 }
 
 // Wakes the waiters asleep on `value`, after a seq_cst change to it.
@@ -61,35 +69,47 @@ ThreadPool::~ThreadPool() {
     for (auto &w : workers_) w.join();
 }
 
-void ThreadPool::run(const std::function<void(int)> &task) {
-    if (n_threads_ == 1) {
-        task(0);
-        return;
+double ThreadPool::run(int n, const std::function<void(int, int)> &task) {
+    n = std::clamp(n, 1, n_threads_);
+    if (n == 1) {
+        {
+            std::lock_guard lock(mutex_);  // barrier() reads it; workers too, under the lock
+            run_threads_ = 1;
+        }
+        task(0, 1);
+        return 0.0;
     }
-    running_.store(n_threads_ - 1, std::memory_order_relaxed);
+    slept_ns_.store(0, std::memory_order_relaxed);
+    running_.store(n - 1, std::memory_order_relaxed);
     {
         std::lock_guard lock(mutex_);
         task_ = &task;
+        run_threads_ = n;
         generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
-    task(0);
+    task(0, n);
     for (int left = running_.load(std::memory_order_acquire); left != 0;
          left = running_.load(std::memory_order_acquire)) {
-        wait_for_change(running_, left, sleepers_);
+        wait_for_change(running_, left, sleepers_, &slept_ns_);
     }
+    return double(slept_ns_.load(std::memory_order_relaxed)) * 1e-9;
 }
 
 void ThreadPool::worker_loop(int ith) {
     uint64_t seen = 0;
+    bool took_part = false;  // in the last run: only then is the next one likely to be soon
     for (;;) {
-        const std::function<void(int)> *task;
-        const auto poll_end = std::chrono::steady_clock::now() + kPollBeforeSleep;
-        for (int spins = 0; generation_.load(std::memory_order_acquire) == seen; ++spins) {
+        const std::function<void(int, int)> *task;
+        int n;
+        if (took_part) {
+            const auto poll_end = std::chrono::steady_clock::now() + kPollBeforeSleep;
+            for (int spins = 0; generation_.load(std::memory_order_acquire) == seen; ++spins) {
 #if defined(__x86_64__)
-            _mm_pause();
+                _mm_pause();
 #endif
-            if (spins % 256 == 255 && std::chrono::steady_clock::now() > poll_end) break;
+                if (spins % 256 == 255 && std::chrono::steady_clock::now() > poll_end) break;
+            }
         }
         {
             std::unique_lock lock(mutex_);
@@ -97,23 +117,28 @@ void ThreadPool::worker_loop(int ith) {
             if (stop_) return;
             seen = generation_.load();
             task = task_;
+            n = run_threads_;
         }
-        (*task)(ith);
+        // A worker left out of a run (fewer threads than the pool's) goes back to sleep at once.
+        took_part = ith < n;
+        if (!took_part) continue;
+        (*task)(ith, n);
         running_.fetch_sub(1, std::memory_order_seq_cst);
         wake_sleepers(running_, sleepers_);
     }
 }
 
-void ThreadPool::barrier() {
-    if (n_threads_ == 1) return;
+void ThreadPool::barrier(Wait wait) {
+    const int n_threads = run_threads_;
+    if (n_threads == 1) return;
     const uint64_t phase = barrier_phase_.load(std::memory_order_acquire);
-    if (barrier_arrived_.fetch_add(1, std::memory_order_acq_rel) == n_threads_ - 1) {
+    if (barrier_arrived_.fetch_add(1, std::memory_order_acq_rel) == n_threads - 1) {
         barrier_arrived_.store(0, std::memory_order_relaxed);
         barrier_phase_.fetch_add(1, std::memory_order_seq_cst);
         wake_sleepers(barrier_phase_, sleepers_);
         return;
     }
-    wait_for_change(barrier_phase_, phase, sleepers_);
+    wait_for_change(barrier_phase_, phase, sleepers_, wait == Wait::kPeers ? &slept_ns_ : nullptr);
 }
 
 }  // namespace loom::cpu
