@@ -91,7 +91,7 @@ test-asan-ci: setup
 # GGUF (seeds: tests/fuzz/corpus/<target>; a target's fuzz/<target>.dict when there is one). What
 # a fuzzer learns stays in build/fuzz/corpus/<target>; crashes go to build/fuzz/crashes (worth
 # keeping: tests/gguf/corpus or tests/fuzz/corpus/<target>, replayed by make test).
-FUZZ_TEXT_TARGETS := tokenizer request chat_template model_load jinja sequence_state grammar
+FUZZ_TEXT_TARGETS := tokenizer request chat_template model_load jinja sequence_state grammar json_schema
 fuzz: fuzz-gguf
 	for target in $(FUZZ_TEXT_TARGETS); do \
 		mkdir -p $(BUILD_FUZZ)/corpus/$$target && \

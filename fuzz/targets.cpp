@@ -8,6 +8,7 @@
 #include "engine/chat/chat_template.h"
 #include "engine/chat/jinja_chat.h"
 #include "engine/grammar/gbnf.h"
+#include "engine/grammar/json_schema.h"
 #include "engine/grammar/matcher.h"
 #include "engine/jinja/builtins.h"
 #include "engine/jinja/template.h"
@@ -149,21 +150,44 @@ void jinja_one_input(const uint8_t *data, size_t size) {
     }
 }
 
-void grammar_one_input(const uint8_t *data, size_t size) {
+namespace {
+
+// `text` read by a matcher of `grammar` in pieces of 1 to 4 bytes (the first byte of each piece
+// sets its length), each asked about before it is read, as a sampler would.
+void read_in_pieces(const engine::grammar::Grammar &grammar, std::string_view text) {
+    engine::grammar::Matcher matcher(grammar);
+    for (size_t i = 0; i < text.size();) {
+        const size_t length = std::min<size_t>(uint8_t(text[i]) % 4 + 1, text.size() - i);
+        const std::string_view piece = text.substr(i, length);
+        if (!matcher.allows(piece)) break;
+        matcher.accept(piece);
+        i += length;
+    }
+    (void)matcher.can_end();
+}
+
+// The bytes before the first 0, and those after it (empty when there is no 0).
+std::pair<std::string_view, std::string_view> split_at_zero(const uint8_t *data, size_t size) {
     const std::string_view bytes(reinterpret_cast<const char *>(data), size);
     const size_t split = std::min(bytes.find('\0'), bytes.size());
+    return {bytes.substr(0, split), split < bytes.size() ? bytes.substr(split + 1) : ""};
+}
+
+}  // namespace
+
+void grammar_one_input(const uint8_t *data, size_t size) {
+    const auto [grammar, text] = split_at_zero(data, size);
     try {
-        const engine::grammar::Grammar grammar =
-            engine::grammar::parse_gbnf(bytes.substr(0, split));
-        engine::grammar::Matcher matcher(grammar);
-        for (size_t i = split + 1; i < bytes.size();) {
-            const size_t length = std::min<size_t>(uint8_t(bytes[i]) % 4 + 1, bytes.size() - i);
-            const std::string_view piece = bytes.substr(i, length);
-            if (!matcher.allows(piece)) break;
-            matcher.accept(piece);
-            i += length;
-        }
-        (void)matcher.can_end();
+        read_in_pieces(engine::grammar::parse_gbnf(grammar), text);
+    } catch (const Error &) {
+    }
+}
+
+void json_schema_one_input(const uint8_t *data, size_t size) {
+    const auto [schema, text] = split_at_zero(data, size);
+    try {
+        read_in_pieces(engine::grammar::parse_gbnf(engine::grammar::json_schema_to_gbnf(schema)),
+                       text);
     } catch (const Error &) {
     }
 }

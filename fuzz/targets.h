@@ -62,4 +62,8 @@ void sequence_state_one_input(const StateBase &base, const uint8_t *data, size_t
 // its length), asking whether each piece is allowed before reading it, as a sampler would.
 void grammar_one_input(const uint8_t *data, size_t size);
 
+// The bytes up to the first 0 as a JSON Schema's text (engine/grammar/json_schema.h); where it
+// converts, the grammar is parsed and the bytes after the 0 read as grammar_one_input does.
+void json_schema_one_input(const uint8_t *data, size_t size);
+
 }  // namespace loom::fuzz

@@ -21,6 +21,10 @@ packages=(
     libcpp-httplib-dev  # HTTP for loom serve; its header also wants:
     libssl-dev zlib1g-dev libbrotli-dev
     curl             # loom serve's test talks to the server
+    # The JSON Schema references: the specification's test suite (schemas with documents marked
+    # valid or not) for the converter's tests, and python3-jsonschema (which it brings) to
+    # validate what `loom run --json-schema` writes.
+    json-schema-test-suite python3-jsonschema
 )
 # loom serve's test drives the server with the official openai npm client: Node and npm from
 # Debian where the machine has no Node of its own.

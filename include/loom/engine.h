@@ -11,8 +11,8 @@
 //   saved      save_sequence / load_sequence (files)         engine/context/sequence_state.h
 //   shifting   shift_context (a full context goes on)        engine/context/context_shift.h
 //   sampler    Sampler, SamplingParams                       engine/sampling/sampler.h
-//   grammar    parse_gbnf, TokenGrammar (a TokenConstraint   engine/grammar/
-//              for Sampler::sample)
+//   grammar    parse_gbnf, json_schema_to_gbnf, TokenGrammar engine/grammar/
+//              (a TokenConstraint for Sampler::sample)
 //   tokenizer  Vocab: tokenize, detokenize, special tokens   engine/vocab/vocab.h
 //   chat       ChatFormatter (the model's Jinja template or a built-in family), ChatRender,
 //              PromptCache (a conversation's tokens so far)  engine/chat/
@@ -31,6 +31,7 @@
 #include "engine/context/context_shift.h"
 #include "engine/context/sequence_state.h"
 #include "engine/grammar/gbnf.h"
+#include "engine/grammar/json_schema.h"
 #include "engine/grammar/token_grammar.h"
 #include "engine/jinja/json.h"
 #include "engine/memory/kv_cache.h"

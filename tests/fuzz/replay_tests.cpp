@@ -54,6 +54,12 @@ TEST(FuzzCorpus, Grammar) {
     for (const auto &input : inputs) grammar_one_input(input.data(), input.size());
 }
 
+TEST(FuzzCorpus, JsonSchema) {
+    const auto inputs = corpus("json_schema");
+    ASSERT_FALSE(inputs.empty());
+    for (const auto &input : inputs) json_schema_one_input(input.data(), input.size());
+}
+
 TEST(FuzzCorpus, ModelLoad) {
     const auto base = load_base_model(LOOM_SOURCE_DIR);
     const auto inputs = corpus("model_load");

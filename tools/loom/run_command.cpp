@@ -1,14 +1,16 @@
 // `loom run -m MODEL -p PROMPT [-n N] [sampling options] [-c C] [--ignore-eos] [--no-repack]
 //           [--raw | --chat-template NAME | --chat-template-file T.jinja] [--system-prompt S]
-//           [--prompt-cache FILE] [--grammar G | --grammar-file G.gbnf]`:
+//           [--prompt-cache FILE] [--grammar G | --grammar-file G.gbnf | --json-schema S |
+//           --json-schema-file S.json]`:
 // generates text after a prompt, streaming each piece to stdout, then prints the load, prompt and
 // generation timings on stderr. As llama-cli and ollama do, a model with a chat template gets
 // the prompt as a user's message in its own format (and only the answer is printed); a model
 // without one, or --raw, gets the prompt as it is, echoed before the continuation. With
 // --prompt-cache (llama-cli's), the prompt's KV cells are saved after it is decoded, and a later
 // run whose prompt starts the same way decodes only the rest. With a grammar (GBNF, llama.cpp's
-// format: engine/grammar/gbnf.h) every token continues text the grammar allows, and generation
-// ends only where that text is whole.
+// format: engine/grammar/gbnf.h), or a JSON Schema made into one (engine/grammar/json_schema.h),
+// every token continues text the grammar allows, and generation ends only where that text is
+// whole.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -49,6 +51,8 @@ struct RunOptions {
     std::string prompt_cache;  // a sequence file (engine/context/sequence_state.h), or none
     std::string grammar;       // GBNF text, or empty
     std::string grammar_file;
+    std::string json_schema;  // JSON Schema text, or empty
+    std::string json_schema_file;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -167,15 +171,25 @@ std::vector<int32_t> prompt_tokens(const RunOptions &options, const engine::Mode
     return formatter.tokenize(vocab, text);
 }
 
-// The grammar of --grammar or --grammar-file over the model's tokens, or none.
+// The grammar of --grammar, --grammar-file, --json-schema or --json-schema-file over the model's
+// tokens, or none.
 std::unique_ptr<engine::grammar::TokenGrammar> token_grammar(const RunOptions &options,
                                                              const engine::Vocab &vocab) {
-    if (options.grammar.empty() && options.grammar_file.empty()) return nullptr;
-    if (!options.grammar.empty() && !options.grammar_file.empty())
-        fail("run", "--grammar and --grammar-file: give one grammar");
+    const int given = int(!options.grammar.empty()) + int(!options.grammar_file.empty()) +
+                      int(!options.json_schema.empty()) + int(!options.json_schema_file.empty());
+    if (given == 0) return nullptr;
+    if (given > 1) {
+        fail("run", "--grammar, --grammar-file, --json-schema, --json-schema-file: give one");
+    }
     std::string text = options.grammar;
     if (!options.grammar_file.empty())
         text = read_text_file(options.grammar_file, "run", "grammar");
+    if (!options.json_schema.empty())
+        text = engine::grammar::json_schema_to_gbnf(std::string_view(options.json_schema));
+    if (!options.json_schema_file.empty()) {
+        text = engine::grammar::json_schema_to_gbnf(
+            std::string_view(read_text_file(options.json_schema_file, "run", "JSON Schema")));
+    }
     return engine::grammar::TokenGrammar::for_vocab(engine::grammar::parse_gbnf(text), vocab);
 }
 
@@ -304,6 +318,10 @@ void add_run_command(CLI::App &app, int &exit_code) {
     command->add_option("--grammar", options->grammar,
                         "a GBNF grammar (llama.cpp's format) the generated text must follow");
     command->add_option("--grammar-file", options->grammar_file, "a file with a GBNF grammar");
+    command->add_option("-j,--json-schema", options->json_schema,
+                        "a JSON Schema the generated text must be a JSON document of");
+    command->add_option("--json-schema-file", options->json_schema_file,
+                        "a file with a JSON Schema");
     command->callback([command, options, &exit_code] {
         options->ctx_size_given = command->count("--ctx-size") > 0;
         exit_code = run_generation(*options) ? 0 : 128 + SIGINT;
