@@ -168,5 +168,70 @@ TEST(JsonBody, InvalidUtf8IsA400) {
         "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
 }
 
+// output_grammar: the constraint a body names, as a grammar; a 400 naming the field otherwise.
+bool grammar_accepts(const std::optional<engine::grammar::Grammar> &g, std::string_view text) {
+    engine::grammar::Matcher m(*g);
+    if (!m.allows(text)) return false;
+    m.accept(text);
+    return m.can_end();
+}
+
+std::pair<int, std::string> grammar_error_of(const std::string &body) {
+    try {
+        output_grammar(body);
+    } catch (const RequestError &e) {
+        return {e.status(), e.param()};
+    }
+    return {0, ""};
+}
+
+TEST(OutputGrammar, ReadsEachWayOfConstrainingTheOutput) {
+    EXPECT_FALSE(output_grammar(R"({"prompt": "a"})").has_value());
+    EXPECT_FALSE(
+        output_grammar(R"({"prompt": "a", "response_format": {"type": "text"}})").has_value());
+    EXPECT_FALSE(output_grammar(R"({"prompt": "a", "grammar": null})").has_value());
+
+    const auto object = output_grammar(R"({"response_format": {"type": "json_object"}})");
+    ASSERT_TRUE(object.has_value());
+    EXPECT_TRUE(grammar_accepts(object, R"({"a": [1, "x"]})"));
+    EXPECT_FALSE(grammar_accepts(object, "[1]"));
+
+    // The schema's properties in the body's order, not sorted.
+    const auto schema = output_grammar(R"({"response_format": {"type": "json_schema", "json_schema":
+        {"name": "p", "schema": {"type": "object", "properties": {"z": {"type": "integer"},
+        "a": {"type": "integer"}}, "required": ["z", "a"]}}}})");
+    ASSERT_TRUE(schema.has_value());
+    EXPECT_TRUE(grammar_accepts(schema, R"({"z": 1, "a": 2})"));
+    EXPECT_FALSE(grammar_accepts(schema, R"({"a": 2, "z": 1})"));
+
+    const auto llama = output_grammar(R"({"json_schema": {"type": "boolean"}})");
+    EXPECT_TRUE(grammar_accepts(llama, "true"));
+    const auto gbnf = output_grammar(R"({"grammar": "root ::= [0-9]+"})");
+    EXPECT_TRUE(grammar_accepts(gbnf, "42"));
+    EXPECT_FALSE(grammar_accepts(gbnf, "4a"));
+}
+
+TEST(OutputGrammar, NamesTheFieldAtFault) {
+    using P = std::pair<int, std::string>;
+    EXPECT_EQ(grammar_error_of(R"({"json_schema": {}, "grammar": "root ::= \"a\""})"),
+              P(400, "grammar"));
+    EXPECT_EQ(
+        grammar_error_of(R"({"response_format": {"type": "json_object"}, "json_schema": {}})"),
+        P(400, "json_schema"));
+    EXPECT_EQ(grammar_error_of(R"({"response_format": {"type": "xml"}})"),
+              P(400, "response_format"));
+    EXPECT_EQ(grammar_error_of(R"({"response_format": {"type": "json_schema"}})"),
+              P(400, "response_format"));
+    EXPECT_EQ(grammar_error_of(R"({"json_schema": {"type": "integer", "minimum": 1}})"),
+              P(400, "json_schema"));
+    EXPECT_EQ(grammar_error_of(R"({"json_schema": 3})"), P(400, "json_schema"));
+    EXPECT_EQ(grammar_error_of(R"({"grammar": "root ::= missing"})"), P(400, "grammar"));
+    EXPECT_EQ(grammar_error_of(R"({"grammar": 7})"), P(400, "grammar"));
+    EXPECT_EQ(
+        grammar_error_of(
+            R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"not": {}}}}})"),
+        P(400, "response_format.json_schema.schema"));
+}
+
 }  // namespace
 }  // namespace loom::serve

@@ -225,4 +225,70 @@ CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat
     return r;
 }
 
+std::optional<engine::grammar::Grammar> output_grammar(const std::string &body) {
+    using ordered = nlohmann::ordered_json;
+    const ordered v = ordered::parse(body, nullptr, false);  // parse_json_body has checked it
+    if (!v.is_object()) return std::nullopt;
+    std::string param, gbnf;
+    auto from = [&](const char *name, const std::string &text) {
+        if (!param.empty()) {
+            bad(name,
+                fmt::format("'{}' and '{}': give one way to constrain the output", param, name));
+        }
+        param = name;
+        gbnf = text;
+    };
+    // A schema's grammar; a refused schema is the client's mistake, a 400 naming the field.
+    auto schema_grammar = [](const ordered &schema, const char *name) {
+        if (!schema.is_object() && !schema.is_boolean()) {
+            bad(name, fmt::format("'{}' must be a JSON Schema (an object)", name));
+        }
+        try {
+            return engine::grammar::json_schema_to_gbnf(schema.dump());
+        } catch (const Error &e) {
+            bad(name, e.what());
+        }
+    };
+    // A member of an object, or null (nlohmann iterators of different objects do not compare).
+    auto member = [](const ordered &object, const char *name) -> const ordered * {
+        if (!object.is_object()) return nullptr;
+        const auto it = object.find(name);
+        return it == object.end() || it->is_null() ? nullptr : &*it;
+    };
+    if (const ordered *rf = member(v, "response_format")) {
+        const ordered *type = member(*rf, "type");
+        const char *types =
+            "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"";
+        if (type == nullptr || !type->is_string()) bad("response_format", types);
+        const std::string t = type->get<std::string>();
+        if (t == "json_object") {
+            const ordered *schema = member(*rf, "schema");  // llama.cpp's
+            from("response_format",
+                 schema_grammar(schema == nullptr ? ordered{{"type", "object"}} : *schema,
+                                "response_format.schema"));
+        } else if (t == "json_schema") {
+            const ordered *js = member(*rf, "json_schema");
+            const ordered *schema = js == nullptr ? nullptr : member(*js, "schema");
+            if (schema == nullptr) {
+                bad("response_format", "'response_format.json_schema.schema' is required");
+            }
+            from("response_format", schema_grammar(*schema, "response_format.json_schema.schema"));
+        } else if (t != "text") {
+            bad("response_format", types);
+        }
+    }
+    if (const ordered *js = member(v, "json_schema"))
+        from("json_schema", schema_grammar(*js, "json_schema"));
+    if (const ordered *g = member(v, "grammar")) {
+        if (!g->is_string()) bad("grammar", "'grammar' must be a string of GBNF");
+        from("grammar", g->get<std::string>());
+    }
+    if (param.empty()) return std::nullopt;
+    try {
+        return engine::grammar::parse_gbnf(gbnf);
+    } catch (const Error &e) {
+        bad(param, e.what());
+    }
+}
+
 }  // namespace loom::serve

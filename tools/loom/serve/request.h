@@ -5,6 +5,7 @@
 // own server ignores what it does not know.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +39,14 @@ struct CompletionRequest {
     bool logprobs = false;
     int top_logprobs = 0;  // alternatives reported per token
 };
+
+// The grammar the output must follow, from the body's `response_format` (OpenAI's: "text",
+// "json_object", or "json_schema" with `json_schema.schema`; llama.cpp's "json_object" with a
+// `schema` too), `json_schema` (llama.cpp's: a schema) or `grammar` (llama.cpp's: GBNF text);
+// none when the body names none. The body is read again in its own key order, which is the
+// order a schema's properties are written in. RequestError (400) naming the field for more than
+// one, or for a schema or grammar that is refused (engine/grammar/json_schema.h, gbnf.h).
+std::optional<engine::grammar::Grammar> output_grammar(const std::string &body);
 
 // Throws RequestError (400) for a body that is not an object, a missing prompt or messages, a
 // field of the wrong type or out of range.

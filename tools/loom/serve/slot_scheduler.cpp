@@ -44,6 +44,7 @@ struct SlotScheduler::Slot {
     std::shared_ptr<Task> task;  // null while free
     Job job;
     std::unique_ptr<engine::Sampler> sampler;
+    std::unique_ptr<engine::grammar::TokenGrammar> grammar;  // the job's, over the vocabulary
     TextStream text;
     size_t n_prompt_done = 0;  // prompt tokens in the cache
     engine::Pos n_past = 0;    // positions in the cache
@@ -211,6 +212,9 @@ void SlotScheduler::start_queued() {
         Slot &s = *slot;
         s.sampler = std::make_unique<engine::Sampler>(job.sampling);
         for (const int32_t t : job.prompt) s.sampler->accept(t);
+        s.grammar = job.grammar
+                        ? engine::grammar::TokenGrammar::for_vocab(*job.grammar, model_.vocab())
+                        : nullptr;
         s.text = TextStream(job.stop);
         // The cells of the prompt's beginning stay; at least its last token is decoded again,
         // for its logits. A sliding-window cache may have let go of what that token needs.
@@ -282,8 +286,9 @@ void SlotScheduler::finish(Slot &slot, std::string reason, std::string error) {
 }
 
 void SlotScheduler::after_decode(Slot &slot, std::span<const float> logits) {
-    const int32_t token = slot.sampler->sample(logits);
+    const int32_t token = slot.sampler->sample(logits, slot.grammar.get());
     slot.sampler->accept(token);
+    if (slot.grammar != nullptr) slot.grammar->accept(token);
     const engine::Vocab &vocab = model_.vocab();
     if (vocab.is_eog(token)) return finish(slot, "stop");
     ++slot.n_generated;

@@ -42,7 +42,8 @@ struct Job {
     engine::SamplingParams sampling;
     int32_t max_tokens = -1;
     std::vector<std::string> stop;
-    int top_logprobs = -1;  // < 0: no log-probabilities
+    int top_logprobs = -1;                            // < 0: no log-probabilities
+    std::optional<engine::grammar::Grammar> grammar;  // the output must follow it, when given
 };
 
 struct TokenLogprob {
