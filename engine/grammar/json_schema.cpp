@@ -1,8 +1,9 @@
 // JSON Schema to GBNF (see json_schema.h for what the grammar accepts and what it refuses).
 #include "engine/grammar/json_schema.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -93,34 +94,19 @@ const std::set<std::string, std::less<>> kAnnotations = {
     "writeOnly", "$defs",       "definitions", "$anchor",    "format",
 };
 
-// A GBNF string literal of the bytes of `text`.
+// A GBNF string literal of the bytes of `text`: quotes and backslashes escaped, control bytes as
+// \xHH, everything else (UTF-8 included) as it is.
 std::string literal(std::string_view text) {
     std::string out = "\"";
     for (const char c : text) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char hex[5];
-                    std::snprintf(hex, sizeof hex, "\\x%02X", static_cast<unsigned char>(c));
-                    out += hex;
-                } else {
-                    out += c;
-                }
+        const auto byte = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (byte < 0x20) {
+            out += fmt::format("\\x{:02X}", byte);
+        } else {
+            out += c;
         }
     }
     return out + "\"";
