@@ -143,7 +143,7 @@ expect_error "^loom run: error: \[run\] cannot read the grammar file '$tmp/none.
 py=$(for p in /usr/bin/python3 python3; do "$p" -c 'import jsonschema' 2>/dev/null && { echo "$p"; break; }; done)
 [ -n "$py" ] || fail "no python3 with jsonschema: make setup installs python3-jsonschema"
 schema='{"type": "object", "properties": {"name": {"type": "string", "maxLength": 10},
-         "age": {"type": "integer"}, "pets": {"type": "array", "items": {"enum": ["cat", "dog"]},
+         "age": {"type": "integer", "minimum": 0, "maximum": 120}, "pets": {"type": "array", "items": {"enum": ["cat", "dog"]},
          "maxItems": 2}, "note": {"anyOf": [{"type": "null"}, {"type": "boolean"}]}},
          "required": ["name", "age"]}'
 validate='import json, sys, jsonschema
@@ -170,15 +170,18 @@ expect_error "^loom run: error: \[run\] --grammar, --grammar-file, --json-schema
 # model of 4,096 trained positions generates long enough to be interrupted.
 "$loom" gguf synth --type F32 --n-vocab 2000 --n-embd 512 --n-layer 4 --n-head 8 --n-head-kv 4 \
     --n-ff 1024 "$tmp/synth.gguf" >/dev/null
-"$loom" run -m "$tmp/synth.gguf" -p "a" -n -1 --ignore-eos >"$tmp/out" 2>"$tmp/err" &
+# A file of its own, empty before the job starts: the loop below may look before the job's shell
+# has opened it, and must not see an earlier test's output there.
+: >"$tmp/sigint"
+"$loom" run -m "$tmp/synth.gguf" -p "a" -n -1 --ignore-eos >"$tmp/sigint" 2>"$tmp/err" &
 pid=$!
 # Generating (so past loading, where SIGINT's handler is installed) before the signal; a loaded
 # machine can take seconds to get there.
 for _ in $(seq 1200); do
-    [ "$(wc -c <"$tmp/out")" -gt 16 ] && break
+    [ "$(wc -c <"$tmp/sigint")" -gt 16 ] && break
     sleep 0.05
 done
-[ "$(wc -c <"$tmp/out")" -gt 16 ] || fail "no output within 60 s: $(cat "$tmp/err")"
+[ "$(wc -c <"$tmp/sigint")" -gt 16 ] || fail "no output within 60 s: $(cat "$tmp/err")"
 kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?
