@@ -30,11 +30,14 @@ std::string same_length(const std::string &a, const std::string &b) {
     }
     // a's first digit with the tails from a's up, the digits between with any tails, b's first
     // digit with the tails up to b's; a tail of zeros (or nines) joins the middle run instead.
-    const bool a_from_zero = std::all_of(tail_a.begin(), tail_a.end(), [](char c) { return c == '0'; });
-    const bool b_to_nine = std::all_of(tail_b.begin(), tail_b.end(), [](char c) { return c == '9'; });
+    const bool a_from_zero =
+        std::all_of(tail_a.begin(), tail_a.end(), [](char c) { return c == '0'; });
+    const bool b_to_nine =
+        std::all_of(tail_b.begin(), tail_b.end(), [](char c) { return c == '9'; });
     std::vector<std::string> alternatives;
     if (!a_from_zero) {
-        alternatives.push_back(digit_class(a[0], a[0]) + " " + same_length(tail_a, std::string(rest, '9')));
+        alternatives.push_back(digit_class(a[0], a[0]) + " " +
+                               same_length(tail_a, std::string(rest, '9')));
     }
     const char mid_lo = a_from_zero ? a[0] : char(a[0] + 1);
     const char mid_hi = b_to_nine ? b[0] : char(b[0] - 1);
@@ -44,7 +47,8 @@ std::string same_length(const std::string &a, const std::string &b) {
         alternatives.push_back(run);
     }
     if (!b_to_nine) {
-        alternatives.push_back(digit_class(b[0], b[0]) + " " + same_length(std::string(rest, '0'), tail_b));
+        alternatives.push_back(digit_class(b[0], b[0]) + " " +
+                               same_length(std::string(rest, '0'), tail_b));
     }
     return join(alternatives);
 }
@@ -64,10 +68,10 @@ std::string unsigned_range(int64_t a, int64_t b) {
 }  // namespace
 
 std::string integer_range_gbnf(std::optional<int64_t> lo, std::optional<int64_t> hi) {
-    const int64_t a = std::clamp(lo.value_or(-kMaxIntegerMagnitude), -kMaxIntegerMagnitude,
-                                 kMaxIntegerMagnitude);
-    const int64_t b = std::clamp(hi.value_or(kMaxIntegerMagnitude), -kMaxIntegerMagnitude,
-                                 kMaxIntegerMagnitude);
+    const int64_t a =
+        std::clamp(lo.value_or(-kMaxIntegerMagnitude), -kMaxIntegerMagnitude, kMaxIntegerMagnitude);
+    const int64_t b =
+        std::clamp(hi.value_or(kMaxIntegerMagnitude), -kMaxIntegerMagnitude, kMaxIntegerMagnitude);
     std::vector<std::string> alternatives;
     if (b >= 0) alternatives.push_back(unsigned_range(std::max<int64_t>(a, 0), b));
     if (a < 0) alternatives.push_back("\"-\" " + unsigned_range(std::max<int64_t>(1, -b), -a));

@@ -1,9 +1,9 @@
 #pragma once
 // The decimal forms of the integers in a range, as a GBNF expression: JSON Schema's `minimum` and
 // `maximum` on an integer (json_schema.h). A range is split by digit count, and each part into
-// runs that share leading digits: [25, 341] is "2" [5-9] | [3-9] [0-9] | "1" [0-9]{2} | "2" [0-9]{2}
-// | "3" ( [0-3] [0-9] | "4" [0-1] ), roughly. No leading zeros, no "-0"; at most kMaxDigits digits,
-// as the unbounded integer rule.
+// runs that share leading digits: [25, 341] is "2" [5-9] | [3-9] [0-9] | "1" [0-9]{2} | "2"
+// [0-9]{2} | "3" ( [0-3] [0-9] | "4" [0-1] ), roughly. No leading zeros, no "-0"; at most
+// kMaxDigits digits, as the unbounded integer rule.
 #include <cstdint>
 #include <optional>
 #include <string>

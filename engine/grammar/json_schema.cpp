@@ -4,12 +4,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "engine/grammar/integer_range.h"
 #include "loom/error.h"
 
 namespace loom::engine::grammar {
@@ -61,10 +64,6 @@ const std::map<std::string, std::vector<std::string>, std::less<>> kPrimitiveUse
 // Keywords that assert something this converter does not express: refused where they appear.
 const std::set<std::string, std::less<>> kUnsupported = {
     "pattern",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
     "multipleOf",
     "contains",
     "minContains",
@@ -269,6 +268,9 @@ class Converter {
         for (const char *key : {"minLength", "maxLength"}) {
             if (schema.contains(key)) return "string";
         }
+        for (const char *key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+            if (schema.contains(key)) return "number";
+        }
         return "any";
     }
 
@@ -360,12 +362,72 @@ class Converter {
                            const std::string &pointer, int depth) {
         if (type == "any") return use("value");
         if (type == "string") return visit_string(schema, pointer);
-        if (type == "integer" || type == "number" || type == "boolean" || type == "null") {
-            return use(type);
-        }
+        if (type == "integer" || type == "number") return visit_number(type, schema, pointer);
+        if (type == "boolean" || type == "null") return use(type);
         if (type == "object") return visit_object(schema, hint, pointer, depth);
         if (type == "array") return visit_array(schema, hint, pointer, depth);
         refuse(pointer + "/type", "unknown type '" + type + "'");
+    }
+
+    // minimum / maximum, and exclusiveMinimum / exclusiveMaximum as numbers (draft 6 on) or as
+    // booleans beside them (draft 4): the least and greatest integer allowed, where bounded.
+    static std::pair<std::optional<int64_t>, std::optional<int64_t>> integer_bounds(
+        const json &schema, const std::string &pointer) {
+        auto number = [&](const char *key) -> std::optional<double> {
+            const auto it = schema.find(key);
+            if (it == schema.end() || it->is_boolean()) return std::nullopt;
+            if (!it->is_number()) refuse(pointer + "/" + key, "must be a number");
+            return it->get<double>();
+        };
+        auto flag = [&](const char *key) {
+            const auto it = schema.find(key);
+            return it != schema.end() && it->is_boolean() && it->get<bool>();
+        };
+        // Past the 16 digits the grammar writes, a bound only has to stay on its side.
+        static constexpr double kFar = 1e17;
+        auto clamp = [](double v) { return int64_t(std::clamp(v, -kFar, kFar)); };
+        std::optional<int64_t> lo, hi;
+        auto raise = [&](int64_t v) { lo = lo ? std::max(*lo, v) : v; };
+        auto lower = [&](int64_t v) { hi = hi ? std::min(*hi, v) : v; };
+        if (const auto m = number("minimum")) {
+            raise(flag("exclusiveMinimum") ? clamp(std::floor(*m)) + 1 : clamp(std::ceil(*m)));
+        }
+        if (const auto m = number("maximum")) {
+            lower(flag("exclusiveMaximum") ? clamp(std::ceil(*m)) - 1 : clamp(std::floor(*m)));
+        }
+        if (const auto e = number("exclusiveMinimum")) raise(clamp(std::floor(*e)) + 1);
+        if (const auto e = number("exclusiveMaximum")) lower(clamp(std::ceil(*e)) - 1);
+        return {lo, hi};
+    }
+
+    std::string visit_number(const std::string &type, const json &schema,
+                             const std::string &pointer) {
+        const bool bounded = schema.contains("minimum") || schema.contains("maximum") ||
+                             schema.contains("exclusiveMinimum") ||
+                             schema.contains("exclusiveMaximum");
+        if (!bounded) return use(type);
+        if (type == "number") {
+            // Only the common "not negative": a number's digits cannot be bounded like an
+            // integer's without also bounding its fraction and exponent.
+            const auto m = schema.find("minimum");
+            const bool non_negative =
+                m != schema.end() && m->is_number() && m->get<double>() == 0.0 &&
+                !schema.contains("maximum") && !schema.contains("exclusiveMaximum") &&
+                (!schema.contains("exclusiveMinimum") || schema["exclusiveMinimum"] == false);
+            if (!non_negative) {
+                refuse(pointer,
+                       "bounds on a number are supported only as \"minimum\": 0 (an "
+                       "\"integer\" may have any)");
+            }
+            return "( \"0\" | [1-9] [0-9]{0,15} ) ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} "
+                   ")?";
+        }
+        const auto [lo, hi] = integer_bounds(schema, pointer);
+        if ((lo && *lo > kMaxIntegerMagnitude) || (hi && *hi < -kMaxIntegerMagnitude) ||
+            (lo && hi && *lo > *hi)) {
+            refuse(pointer, "no integer of at most 16 digits is within the bounds");
+        }
+        return integer_range_gbnf(lo, hi);
     }
 
     std::string visit_string(const json &schema, const std::string &pointer) {

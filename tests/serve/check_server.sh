@@ -155,7 +155,7 @@ done
 py=$(for p in /usr/bin/python3 python3; do "$p" -c 'import jsonschema' 2>/dev/null && { echo "$p"; break; }; done)
 [ -n "$py" ] || fail "no python3 with jsonschema: make setup installs python3-jsonschema"
 schema='{"type": "object", "properties": {"title": {"type": "string", "maxLength": 12},
-         "year": {"type": "integer"}, "tags": {"type": "array", "items": {"enum": ["a", "b"]},
+         "year": {"type": "integer", "minimum": 1900, "exclusiveMaximum": 2100}, "tags": {"type": "array", "items": {"enum": ["a", "b"]},
          "maxItems": 3}}, "required": ["title", "year"]}'
 for seed in 1 2 3 4; do
     body="{\"messages\": [{\"role\": \"user\", \"content\": \"A book?\"}], \"seed\": $seed,

@@ -34,8 +34,8 @@ void expect_range(std::optional<int64_t> lo, std::optional<int64_t> hi, int64_t 
             << (hi ? std::to_string(*hi) : "inf") << "]";
     };
     for (int64_t v = from; v <= to; ++v) check(v);
-    for (const int64_t v : {kMaxIntegerMagnitude, -kMaxIntegerMagnitude, int64_t(1e15), int64_t(-1e15),
-                            int64_t(123456789012), int64_t(-99999)}) {
+    for (const int64_t v : {kMaxIntegerMagnitude, -kMaxIntegerMagnitude, int64_t(1e15),
+                            int64_t(-1e15), int64_t(123456789012), int64_t(-99999)}) {
         check(v);
     }
     EXPECT_FALSE(accepts(g, "-0"));
@@ -78,7 +78,8 @@ TEST(IntegerRange, RandomRangesAgreeWithArithmetic) {
         const Grammar g = range_grammar(a, b);
         for (int k = 0; k < 300; ++k) {
             const int64_t v = int64_t(rng() % uint64_t(4 * scale + 41)) - 2 * scale - 20;
-            ASSERT_EQ(accepts(g, std::to_string(v)), v >= a && v <= b) << v << " in [" << a << ", " << b << "]";
+            ASSERT_EQ(accepts(g, std::to_string(v)), v >= a && v <= b)
+                << v << " in [" << a << ", " << b << "]";
         }
         ASSERT_TRUE(accepts(g, std::to_string(a)));
         ASSERT_TRUE(accepts(g, std::to_string(b)));

@@ -199,6 +199,25 @@ TEST(JsonSchema, ValuesUnionsStringsAndFormats) {
     EXPECT_FALSE(accepts(ws, "[\n" + std::string(21, ' ') + "1]"));  // whitespace is bounded
 }
 
+TEST(JsonSchema, BoundsOnIntegersInEachDraftsForm) {
+    const Grammar inclusive = grammar_of(R"({"type": "integer", "minimum": -2, "maximum": 10})");
+    const Grammar draft4 = grammar_of(
+        R"({"type": "integer", "minimum": -2, "exclusiveMinimum": true, "maximum": 10.5})");
+    const Grammar draft6 =
+        grammar_of(R"({"type": "integer", "exclusiveMinimum": -2.5, "exclusiveMaximum": 10})");
+    for (int v = -20; v <= 20; ++v) {
+        const std::string text = std::to_string(v);
+        EXPECT_EQ(accepts(inclusive, text), v >= -2 && v <= 10) << text;
+        EXPECT_EQ(accepts(draft4, text), v >= -1 && v <= 10) << text;
+        EXPECT_EQ(accepts(draft6, text), v >= -2 && v <= 9) << text;
+    }
+    const Grammar non_negative = grammar_of(R"({"type": "number", "minimum": 0})");
+    EXPECT_TRUE(accepts(non_negative, "0"));
+    EXPECT_TRUE(accepts(non_negative, "3.25e-2"));
+    EXPECT_FALSE(accepts(non_negative, "-1"));
+    EXPECT_FALSE(accepts(non_negative, "-0.5"));
+}
+
 // Random sentences: from the start, a character the grammar allows (from a set that covers
 // every kind of token JSON has), until it may end. Each must parse as JSON, of the right shape.
 TEST(JsonSchema, RandomSentencesAreJson) {
@@ -262,8 +281,13 @@ TEST(JsonSchema, RandomSentencesAreJson) {
 TEST(JsonSchema, RefusesWhatItCannotExpressNamingWhere) {
     EXPECT_EQ(error_of(R"({"properties": {"zip": {"type": "string", "pattern": "^[0-9]+$"}}})"),
               "[json-schema] at /properties/zip: 'pattern' is not supported yet");
-    EXPECT_EQ(error_of(R"({"type": "integer", "minimum": 0})"),
-              "[json-schema] at /: 'minimum' is not supported yet");
+    EXPECT_EQ(error_of(R"({"type": "number", "minimum": 1.5})"),
+              "[json-schema] at /: bounds on a number are supported only as \"minimum\": 0 (an "
+              "\"integer\" may have any)");
+    EXPECT_EQ(error_of(R"({"type": "integer", "minimum": 5, "maximum": 4})"),
+              "[json-schema] at /: no integer of at most 16 digits is within the bounds");
+    EXPECT_EQ(error_of(R"({"type": "integer", "minimum": "3"})"),
+              "[json-schema] at /minimum: must be a number");
     EXPECT_EQ(
         error_of(R"({"$ref": "http://example.com/s.json"})"),
         "[json-schema] at /$ref: only references inside the schema (\"#/...\") are supported");
