@@ -3,7 +3,8 @@
 // document. Sampler::sample checks the token it picked first (grammar/first_pick) and only when
 // the grammar refuses it marks every token of the vocabulary (grammar/every_token,
 // TokenGrammar::mark_allowed): what a token costs is first_pick plus every_token times the share
-// of refused picks.
+// of refused picks. A request to `loom serve` with a schema also pays once for the grammar over
+// the vocabulary (grammar/setup: a JSON Schema made GBNF, parsed, TokenGrammar::for_vocab).
 //   loom-bench-grammar [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "engine/grammar/gbnf.h"
+#include "engine/grammar/json_schema.h"
 #include "engine/grammar/token_grammar.h"
 #include "engine/vocab/vocab.h"
 #include "loom/gguf.h"
@@ -69,6 +71,18 @@ BENCHMARK(bm_first_pick)
     ->Name("grammar/first_pick")
     ->DenseRange(0, 2)
     ->Unit(benchmark::kMicrosecond);
+
+void bm_setup(benchmark::State &state) {
+    const engine::Vocab &vocab = qwen2_vocab();
+    const std::string schema = R"({"type": "object", "properties": {"name": {"type": "string"},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150}}, "required": ["name", "age"]})";
+    for (auto _ : state) {
+        auto grammar = engine::grammar::TokenGrammar::for_vocab(
+            engine::grammar::parse_gbnf(engine::grammar::json_schema_to_gbnf(schema)), vocab);
+        benchmark::DoNotOptimize(grammar.get());
+    }
+}
+BENCHMARK(bm_setup)->Name("grammar/setup")->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace loom
