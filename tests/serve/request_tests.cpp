@@ -22,7 +22,8 @@ TEST(CompletionRequest, ReadsTheSamplingFields) {
     const auto r = parse_completion_request(json::parse(R"({
         "model": "x", "prompt": "Once", "temperature": 0, "top_p": 0.5, "top_k": 7,
         "min_p": 0.1, "max_tokens": 12, "stop": ["a", "b"], "seed": 42, "stream": true,
-        "presence_penalty": 0.5, "frequency_penalty": -0.5, "logprobs": 3, "user": "ignored"})"),
+        "presence_penalty": 0.5, "frequency_penalty": -0.5, "logprobs": 3, "user": "ignored",
+        "cache_prompt": false})"),
                                             false);
     EXPECT_EQ(r.prompt, "Once");
     EXPECT_EQ(r.sampling.temperature, 0.0f);
@@ -37,6 +38,8 @@ TEST(CompletionRequest, ReadsTheSamplingFields) {
     EXPECT_TRUE(r.stream);
     EXPECT_TRUE(r.logprobs);
     EXPECT_EQ(r.top_logprobs, 3);
+    EXPECT_FALSE(r.cache_prompt);
+    EXPECT_TRUE(parse_completion_request(json::parse(R"({"prompt": "a"})"), false).cache_prompt);
 }
 
 TEST(CompletionRequest, ReadsChatMessages) {
@@ -122,6 +125,8 @@ TEST(CompletionRequest, NamesTheFieldAtFault) {
     EXPECT_EQ(
         error_of({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"top_logprobs", 2}}, true),
         std::make_pair(400, std::string("top_logprobs")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"cache_prompt", 1}}),
+              std::make_pair(400, std::string("cache_prompt")));
     EXPECT_EQ(error_of({{"prompt", "fine"}, {"temperature", nullptr}}), none);
 }
 
@@ -222,7 +227,7 @@ TEST(OutputGrammar, NamesTheFieldAtFault) {
               P(400, "response_format"));
     EXPECT_EQ(grammar_error_of(R"({"response_format": {"type": "json_schema"}})"),
               P(400, "response_format"));
-    EXPECT_EQ(grammar_error_of(R"({"json_schema": {"type": "integer", "minimum": 1}})"),
+    EXPECT_EQ(grammar_error_of(R"({"json_schema": {"type": "string", "pattern": "a+"}})"),
               P(400, "json_schema"));
     EXPECT_EQ(grammar_error_of(R"({"json_schema": 3})"), P(400, "json_schema"));
     EXPECT_EQ(grammar_error_of(R"({"grammar": "root ::= missing"})"), P(400, "grammar"));

@@ -195,6 +195,12 @@ TEST(SlotScheduler, PromptCacheReusesTheSharedBeginning) {
                                           .submit(greedy_job(story + a.text + " She", 8)))
                                     .text;
     EXPECT_EQ(c.text, c_fresh);
+    // cache_prompt false: the whole prompt decoded again, the same answer.
+    Job uncached = greedy_job(story + a.text + " She", 8);
+    uncached.cache_prompt = false;
+    const Result d = wait(*s.submit(uncached));
+    EXPECT_EQ(d.n_cached, 0);
+    EXPECT_EQ(d.text, c_fresh);
 }
 
 class SlotFiles : public ::testing::Test {

@@ -184,7 +184,8 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
             .max_tokens = request.max_tokens,
             .stop = request.stop,
             .top_logprobs = request.logprobs ? request.top_logprobs : -1,
-            .grammar = output_grammar(req.body)};
+            .grammar = output_grammar(req.body),
+            .cache_prompt = request.cache_prompt};
     if (job.prompt.empty()) throw RequestError(400, "prompt", "the prompt has no tokens");
     if (int64_t(job.prompt.size()) >= scheduler->slot_context()) {
         throw RequestError(400, chat ? "messages" : "prompt",

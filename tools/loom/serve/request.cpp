@@ -210,6 +210,7 @@ CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat
     read_integer(body, "n", 1, 1, n);
     r.stop = read_stop(body);
     read_bool(body, "stream", r.stream);
+    read_bool(body, "cache_prompt", r.cache_prompt);
     if (chat) {
         read_bool(body, "logprobs", r.logprobs);
         read_integer(body, "top_logprobs", 0, 20, r.top_logprobs);

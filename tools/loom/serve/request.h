@@ -37,7 +37,8 @@ struct CompletionRequest {
     std::vector<std::string> stop;
     bool stream = false;
     bool logprobs = false;
-    int top_logprobs = 0;  // alternatives reported per token
+    int top_logprobs = 0;      // alternatives reported per token
+    bool cache_prompt = true;  // llama-server's: reuse the slot's cells of the prompt's beginning
 };
 
 // The grammar the output must follow, from the body's `response_format` (OpenAI's: "text",

@@ -220,6 +220,7 @@ void SlotScheduler::start_queued() {
         // for its logits. A sliding-window cache may have let go of what that token needs.
         auto keep =
             engine::Pos(std::min(common_prefix(s.cached, job.prompt), job.prompt.size() - 1));
+        if (!job.cache_prompt) keep = 0;
         if (keep > 0 && !ctx_.memory().seq_can_resume(s.id, keep)) keep = 0;
         ctx_.memory().seq_rm(s.id, keep, -1);
         s.cached.resize(size_t(keep));
