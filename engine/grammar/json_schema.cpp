@@ -529,6 +529,7 @@ class Converter {
         std::string tuple_key;
         if (schema.contains("prefixItems")) {
             tuple = &schema["prefixItems"], tuple_key = "prefixItems";
+            if (!tuple->is_array()) refuse(pointer + "/prefixItems", "must be an array of schemas");
         } else if (schema.contains("items") && schema["items"].is_array()) {
             tuple = &schema["items"], tuple_key = "items";
         }
@@ -578,7 +579,13 @@ std::string json_schema_to_gbnf(std::string_view schema_text) {
     } catch (const json::parse_error &e) {
         fail("json-schema", "the schema is not JSON: {}", e.what());
     }
-    return Converter(schema).convert();
+    try {
+        return Converter(schema).convert();
+    } catch (const json::exception &e) {
+        // A value of a kind no check above expected (the fuzzer found one): still the schema's
+        // fault, and a clear error rather than an escaping exception.
+        fail("json-schema", "the schema is malformed: {}", e.what());
+    }
 }
 
 }  // namespace loom::engine::grammar

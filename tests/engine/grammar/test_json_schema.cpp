@@ -305,6 +305,9 @@ TEST(JsonSchema, RefusesWhatItCannotExpressNamingWhere) {
     EXPECT_EQ(error_of(R"({"type": "string", "enum": [1, 2]})"),
               "[json-schema] at /: no value of 'enum' or 'const' has the schema's type");
     EXPECT_EQ(error_of("[1]"), "[json-schema] at /: a schema is an object or a boolean");
+    // Found by the fuzzer: a tuple that is not an array.
+    EXPECT_EQ(error_of(R"({"type": "array", "prefixItems": "array"})"),
+              "[json-schema] at /prefixItems: must be an array of schemas");
     EXPECT_NE(error_of("{\"type\": ").find("[json-schema] the schema is not JSON"),
               std::string::npos);
     std::string deep = "{}";
