@@ -576,7 +576,7 @@ std::string json_schema_to_gbnf(std::string_view schema_text) {
     json schema;
     try {
         schema = json::parse(schema_text);
-    } catch (const json::parse_error &e) {
+    } catch (const json::exception &e) {  // parse_error, or out_of_range for 1e999
         fail("json-schema", "the schema is not JSON: {}", e.what());
     }
     try {

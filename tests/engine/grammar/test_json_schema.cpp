@@ -310,6 +310,9 @@ TEST(JsonSchema, RefusesWhatItCannotExpressNamingWhere) {
               "[json-schema] at /prefixItems: must be an array of schemas");
     EXPECT_NE(error_of("{\"type\": ").find("[json-schema] the schema is not JSON"),
               std::string::npos);
+    // Found by the fuzzer: a number past a double's range.
+    EXPECT_NE(error_of(R"({"minimum": 3e999})").find("[json-schema] the schema is not JSON"),
+              std::string::npos);
     std::string deep = "{}";
     for (int i = 0; i < 200; ++i) deep = R"({"items": )" + deep + "}";
     EXPECT_EQ(error_of(deep).rfind("[json-schema] at /items/items/", 0), 0u);
