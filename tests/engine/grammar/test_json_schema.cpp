@@ -272,8 +272,12 @@ TEST(JsonSchema, RandomSentencesAreJson) {
         for (const ordered &item : doc["list"]) {
             EXPECT_TRUE(item.is_number_integer() || item.is_boolean()) << text;
         }
-        if (doc.contains("kind")) EXPECT_TRUE(doc["kind"] == "a" || doc["kind"] == "b") << text;
-        if (doc.contains("id")) EXPECT_EQ(doc["id"].get<std::string>().size(), 36u) << text;
+        if (doc.contains("kind")) {
+            EXPECT_TRUE(doc["kind"] == "a" || doc["kind"] == "b") << text;
+        }
+        if (doc.contains("id")) {
+            EXPECT_EQ(doc["id"].get<std::string>().size(), 36u) << text;
+        }
     }
     EXPECT_GE(made, 50);
 }
