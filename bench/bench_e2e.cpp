@@ -39,6 +39,7 @@ const engine::Model &model_of(DType type) {
             write_synthetic_llama(path, {}, type);
         }
         m = engine::Model::load(path);
+        m->finish_moving_weights();  // measure the steady state
     }
     return *m;
 }

@@ -201,6 +201,8 @@ void Context::decode(const Batch &batch) {
 }
 
 void Context::decode_ubatch(const Ubatch &u_in, UbatchMemory slots) {
+    // No weight moves while this graph is built and computed (Model::weights_in_use).
+    const auto weights = model_.weights_in_use();
     Ubatch u = u_in;
     // A graph needs at least one output row; a ubatch without one computes its last token's
     // logits and drops them.

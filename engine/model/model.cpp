@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/model/deferred_moves.h"
 #include "engine/model/parallel_tasks.h"
 #include "loom/cpu.h"
 #include "loom/error.h"
@@ -85,15 +86,27 @@ int64_t layer_of(std::string_view name) {
 // embeddings, tied or not) stay in the mapping. Tensors are moved in parallel, largest first (so
 // that no core is left with a big one at the end), and each one's mapped pages are dropped once
 // it has moved.
-std::vector<std::unique_ptr<Buffer>> move_weights(const WeightLoader &loader,
-                                                  const std::vector<BufferType *> &layer_types,
-                                                  bool repack, const std::string &path,
-                                                  bool progress) {
+struct MovedWeights {
+    std::vector<std::unique_ptr<Buffer>> buffers;
+    std::vector<Tensor *> later;  // to repack in the background (F16, BF16), still in the mapping
+};
+
+// F16 and BF16 matrices headed for the repacked layout: 2 bytes a weight, most of a float
+// model's start, and computed from the file's layout with the same bits meanwhile
+// (engine/model/deferred_moves.h). The block formats move before the first token: 0.3-1.1 bytes
+// a weight, and their file-layout kernels give other bits.
+bool repack_later(const Tensor *t) {
+    return (t->type == DType::F16 || t->type == DType::BF16) && cpu_repacks(t);
+}
+
+MovedWeights move_weights(const WeightLoader &loader, const std::vector<BufferType *> &layer_types,
+                          const ModelParams &params, const std::string &path) {
     struct Move {
         Tensor *tensor;
         const void *source;
     };
     std::vector<Move> moves;
+    MovedWeights moved;
     std::map<BufferType *, std::vector<Tensor *>> by_type;
     for (const std::vector<Tensor *> *list : {&loader.matrices(), &loader.other_weights()}) {
         for (Tensor *t : *list) {
@@ -103,35 +116,40 @@ std::vector<std::unique_ptr<Buffer>> move_weights(const WeightLoader &loader,
             const int64_t il = layer_of(t->name);
             BufferType *type =
                 il >= 0 && !layer_types.empty() ? layer_types.at(size_t(il)) : nullptr;
-            if (type == nullptr && !repack) continue;
+            if (type == nullptr && !params.repack) continue;
+            if (type == nullptr && params.repack_in_background && repack_later(t)) {
+                moved.later.push_back(t);
+                continue;
+            }
             by_type[type != nullptr ? type : &cpu_repack_buffer_type()].push_back(t);
             moves.push_back({t, t->data});
             t->data = nullptr;
             t->buffer = nullptr;
         }
     }
-    if (moves.empty()) return {};
     uint64_t total = 0;
     for (const Move &m : moves) total += m.tensor->nbytes();
+    for (const Tensor *t : moved.later) total += t->nbytes();
     if (total > available_memory()) {
         fail("model",
              "{}: its weight matrices need {} of memory and {} is available (a smaller "
              "quantization of the model would fit)",
              path, gib(double(total)), gib(double(available_memory())));
     }
-    std::vector<std::unique_ptr<Buffer>> buffers;
-    for (auto &[type, tensors] : by_type) buffers.push_back(place_tensors(*type, tensors));
+    for (auto &[type, tensors] : by_type) moved.buffers.push_back(place_tensors(*type, tensors));
     std::stable_sort(moves.begin(), moves.end(), [](const Move &a, const Move &b) {
         return a.tensor->nbytes() > b.tensor->nbytes();
     });
-    LoadProgress shown(progress && total > kProgressBytes, total);
+    uint64_t now = 0;
+    for (const Move &m : moves) now += m.tensor->nbytes();
+    LoadProgress shown(params.progress && now > kProgressBytes, now);
     run_tasks(moves.size(), std::thread::hardware_concurrency(), [&](size_t i) {
         const Move &m = moves[i];
         m.tensor->buffer->set_tensor(m.tensor, m.source, 0, m.tensor->nbytes());
         release_mapped_pages(m.source, m.tensor->nbytes());
         shown.add(m.tensor->nbytes());
     });
-    return buffers;
+    return moved;
 }
 
 // Reads the tensors read by rows (the token embeddings) into the page cache now, without mapping
@@ -236,10 +254,23 @@ std::unique_ptr<Model> Model::load(const std::string &path, const ModelParams &p
             m->layer_types_.push_back(params.layer_buffer_type(il));
         }
     }
-    m->weight_buffers_ =
-        move_weights(loader, m->layer_types_, params.repack, path, params.progress);
+    MovedWeights moved = move_weights(loader, m->layer_types_, params, path);
+    m->weight_buffers_ = std::move(moved.buffers);
+    if (!moved.later.empty()) {
+        m->deferred_moves_ = std::make_unique<DeferredMoves>(
+            cpu_repack_buffer_type(), std::move(moved.later), release_mapped_pages);
+    }
     prefetch_row_read(loader);
     return m;
+}
+
+std::shared_lock<std::shared_mutex> Model::weights_in_use() const {
+    if (deferred_moves_ == nullptr) return {};
+    return deferred_moves_->hold();
+}
+
+void Model::finish_moving_weights() const {
+    if (deferred_moves_ != nullptr) deferred_moves_->finish();
 }
 
 std::string Model::description() const {

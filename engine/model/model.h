@@ -5,10 +5,12 @@
 // integer kernels interleaved for them), or into the memory of the backend that runs their layer.
 #include <functional>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include "engine/model/arch.h"
+#include "engine/model/deferred_moves.h"
 #include "engine/model/hparams.h"
 #include "engine/model/weights.h"
 #include "engine/vocab/vocab.h"
@@ -18,7 +20,11 @@
 namespace loom::engine {
 
 struct ModelParams {
-    bool repack = true;    // copy the matrices out of the mapping, block formats interleaved
+    bool repack = true;  // copy the matrices out of the mapping, block formats interleaved
+    // With repack: F16 and BF16 matrices are repacked on a thread of their own after load
+    // returns, the first tokens computed from the mapping with the same bits meanwhile
+    // (engine/model/deferred_moves.h); false: before load returns.
+    bool repack_in_background = true;
     bool progress = true;  // a progress bar on stderr while loading files over 100 MB
     // The memory each layer's weights are copied into (null, or no function: the CPU's), e.g.
     // another backend's for the layers it is to run (the types outlive the model); the weights of
@@ -46,6 +52,13 @@ class Model {
     // "<arch> <size> <type>" as llama-bench names a model, e.g. "llama 260K F32".
     std::string description() const;
 
+    // Held by whoever reads the weights' data (a graph built, allocated and computed): while any
+    // hold lasts no weight moves. Taking one first moves the weights whose background copies are
+    // finished, if nobody holds one (ModelParams::repack_in_background).
+    std::shared_lock<std::shared_mutex> weights_in_use() const;
+    // Waits until every weight is where it stays (for measurements of the steady state).
+    void finish_moving_weights() const;
+
   private:
     Model() = default;
     HParams hp_;
@@ -58,6 +71,9 @@ class Model {
     std::unique_ptr<Vocab> vocab_;
     uint64_t n_params_ = 0;
     uint64_t size_bytes_ = 0;
+    // Last: its thread reads the tensors and the mapping above until it is destroyed. Moving
+    // weights is no change of the model's value, so the const members above may do it.
+    std::unique_ptr<DeferredMoves> deferred_moves_;
 };
 
 }  // namespace loom::engine

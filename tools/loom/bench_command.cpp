@@ -225,6 +225,7 @@ void run_bench(const BenchOptions &o, const BenchColumns &columns) {
     if (json) fmt::print("[\n");
     for (const std::string &path : o.models) {
         const auto model = engine::Model::load(path, {.repack = !o.no_repack});
+        model->finish_moving_weights();  // the steady state, not the first tokens after a load
         for (const Instance &inst : instances(o)) {
             Runner runner(*model, inst, 1234);
             if (o.warmup) runner.run_ns(0, std::min(inst.n_prompt, 32), inst.n_gen > 0 ? 1 : 0);
