@@ -24,6 +24,12 @@ const SamplingParams &validated(const SamplingParams &params) {
     if (params.penalty_last_n < -1) {
         fail("sampling", "penalty_last_n must be >= -1, got {}", params.penalty_last_n);
     }
+    for (const auto &[token, bias] : params.logit_bias) {
+        if (token < 0) fail("sampling", "logit bias of token {}: ids start at 0", token);
+        if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity()) {
+            fail("sampling", "logit bias of token {} is {}: a number or -inf", token, bias);
+        }
+    }
     return params;
 }
 
@@ -63,6 +69,16 @@ int32_t Sampler::sample(std::span<const float> logits, const TokenConstraint *co
 int32_t Sampler::pick(std::span<const float> logits) {
     if (logits.empty()) fail("sampling", "no logits to sample from");
     fill_candidates(candidates_, logits);
+    // First in the chain, as llama.cpp's; a ban stays a ban on a +inf logit (not NaN).
+    constexpr float kBanned = -std::numeric_limits<float>::infinity();
+    for (const auto &[token, bias] : params_.logit_bias) {
+        if (size_t(token) >= logits.size()) {
+            fail("sampling", "logit bias of token {}: the vocabulary has {} tokens", token,
+                 logits.size());
+        }
+        float &logit = candidates_.data[size_t(token)].logit;
+        logit = bias == kBanned ? kBanned : logit + bias;
+    }
     const PenaltyParams penalties{.repeat = params_.repeat_penalty,
                                   .frequency = params_.frequency_penalty,
                                   .presence = params_.presence_penalty};

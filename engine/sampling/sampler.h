@@ -1,12 +1,13 @@
 #pragma once
 // Picks the next token from a position's logits with llama.cpp's default chain:
-//   penalties -> top-k -> typical -> top-p -> min-p -> temperature -> seeded draw.
+//   logit bias -> penalties -> top-k -> typical -> top-p -> min-p -> temperature -> seeded draw.
 // NaN logits are treated as -inf, and -inf logits are never chosen; when every logit is one of
 // them, sample() throws loom::Error. Tokens at +inf share all the probability equally.
 #include <cstdint>
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/sampling/candidates.h"
@@ -29,6 +30,9 @@ struct SamplingParams {
     float frequency_penalty = 0.0f, presence_penalty = 0.0f;
     int32_t penalty_last_n = 64;  // history the penalties see; -1: every accepted token, 0: none
     uint64_t seed = kRandomSeed;  // any other value makes the draws deterministic
+    // Added to the named tokens' logits before everything else (OpenAI's logit_bias); -inf bans
+    // a token. A token past the logits is an error at sample().
+    std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 class Sampler {

@@ -41,6 +41,17 @@ expect_error() {  # expect_error PATTERN ARGS...: non-zero exit and PATTERN on s
 expect_error "^loom run: error: .*no-such-model.gguf" -m "$tmp/no-such-model.gguf" -p "Once"
 expect_error "^loom run: error: \[run\] the prompt has [0-9]+ tokens, more than the context's 16" \
     -m "$model" -p "$(printf 'Once upon a time %.0s' 1 2 3 4 5 6)" -c 16
+# --logit-bias (llama.cpp's -l): the greedy story's first token is "," (432); banned, another one
+# comes; " there" (383) with +100 comes first. A malformed bias is an error.
+first=$("$loom" run -m "$model" -p "Once upon a time" -n 1 --temp 0 2>/dev/null)
+[ "$first" = " Once upon a time," ] || fail "first token: '$first'"
+banned=$("$loom" run -m "$model" -p "Once upon a time" -n 1 --temp 0 -l 432-inf 2>/dev/null)
+[ "${banned:0:17}" = " Once upon a time" ] && [ "$banned" != "$first" ] || fail "banned: '$banned'"
+[ "$("$loom" run -m "$model" -p "Once upon a time" -n 1 --temp 0 --logit-bias 383+100 2>/dev/null)" = \
+    " Once upon a time there" ] || fail "--logit-bias 383+100"
+expect_error "\[options\] --logit-bias 383: TOKEN_ID\+BIAS" -m "$model" -p "Once" -l 383
+expect_error "\[options\] --logit-bias 5\+inf: \+inf" -m "$model" -p "Once" -l 5+inf
+expect_error "logit bias of token 9999: the vocabulary has 512 tokens" -m "$model" -p "Once" -n 1 -l 9999+1
 # A context past the training one (2048 positions; no RoPE scaling stretches it) is cut to it.
 "$loom" run -m "$model" -p "Once" -n 1 -c 4096 >/dev/null 2>"$tmp/err" || fail "-c 4096: $(cat "$tmp/err")"
 grep -q "warning: --ctx-size 4096 is above the model's training context (with its RoPE scaling); using 2048" \

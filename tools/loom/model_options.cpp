@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <optional>
+#include <stdexcept>
 
 #include "loom/error.h"
 
@@ -18,6 +21,34 @@ namespace {
 // builds.
 bool flash_attn_enabled(const std::string &value) {
     return value != "off";
+}
+
+// llama.cpp's --logit-bias TOKEN_ID(+|-)BIAS: "15043+1", "15043-0.5", "2-inf" (a ban).
+std::pair<int32_t, float> parse_logit_bias(const std::string &text) {
+    const size_t sign = text.find_first_of("+-");
+    int32_t token = -1;
+    float bias = 0.0f;
+    try {
+        size_t used = 0;
+        if (sign == std::string::npos || sign == 0) throw std::invalid_argument("no sign");
+        token = std::stoi(text.substr(0, sign), &used);
+        if (used != sign || token < 0) throw std::invalid_argument("no id");
+        const std::string magnitude = text.substr(sign + 1);
+        bias = magnitude == "inf" ? std::numeric_limits<float>::infinity()
+                                  : std::stof(magnitude, &used);
+        if (magnitude != "inf" && (used != magnitude.size() || !std::isfinite(bias) ||
+                                   magnitude[0] == '+' || magnitude[0] == '-'))
+            throw std::invalid_argument("no bias");
+    } catch (const std::exception &) {
+        fail("options", "--logit-bias {}: TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, 2-inf)",
+             text);
+    }
+    if (text[sign] == '-') bias = -bias;
+    if (bias == std::numeric_limits<float>::infinity()) {
+        fail("options", "--logit-bias {}: +inf would make the token certain; use a large bias",
+             text);
+    }
+    return {token, bias};
 }
 
 }  // namespace
@@ -58,6 +89,14 @@ void add_sampling_options(CLI::App &command, engine::SamplingParams &sampling) {
     command.add_option("--top-k", sampling.top_k, "top-k (0: off)")->capture_default_str();
     command.add_option("--top-p", sampling.top_p, "top-p (1: off)")->capture_default_str();
     command.add_option("--min-p", sampling.min_p, "min-p (0: off)")->capture_default_str();
+    command.add_option("--typical", sampling.typical_p, "locally typical sampling p (1: off)")
+        ->capture_default_str();
+    command.add_option_function<std::vector<std::string>>(
+        "-l,--logit-bias",
+        [&sampling](const std::vector<std::string> &entries) {
+            for (const std::string &e : entries) sampling.logit_bias.push_back(parse_logit_bias(e));
+        },
+        "add BIAS to a token's logit, TOKEN_ID+BIAS or TOKEN_ID-BIAS (2-inf bans it); repeatable");
     command.add_option("--repeat-penalty", sampling.repeat_penalty, "repeat penalty (1: off)")
         ->capture_default_str();
     command.add_option("--seed", sampling.seed, "seed of the draws (default: random)");

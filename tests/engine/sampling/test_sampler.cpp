@@ -143,6 +143,41 @@ TEST(Sampler, RejectsBadInput) {
     EXPECT_THROW(Sampler({.penalty_last_n = -2}), Error);
 }
 
+// A bias moves a token's logit before everything else: the draws follow softmax(logits + bias),
+// greedy picks the biased argmax, and -inf bans a token even at +inf.
+TEST(Sampler, LogitBiasShiftsTheLogitsFirst) {
+    const std::vector<float> logits = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, -1.0f, 0.2f, 2.5f};
+    std::vector<float> shifted = logits;
+    shifted[0] += 3.0f;
+    shifted[7] -= 2.0f;
+    SamplingParams params = untruncated(1.0f, 42);
+    params.logit_bias = {{0, 3.0f}, {7, -2.0f}};
+    Sampler biased(params);
+    // The counts of the biased sampler against the shifted logits' softmax (see above).
+    std::vector<double> expected(shifted.size());
+    double sum = 0.0;
+    for (size_t i = 0; i < shifted.size(); ++i) sum += expected[i] = std::exp(shifted[i]);
+    std::vector<int> counts(shifted.size());
+    const int n = 100000;
+    for (int i = 0; i < n; ++i) ++counts[biased.sample(logits)];
+    double statistic = 0.0;
+    for (size_t i = 0; i < shifted.size(); ++i) {
+        const double e = n * expected[i] / sum;
+        statistic += (counts[i] - e) * (counts[i] - e) / e;
+    }
+    EXPECT_LT(statistic, 29.88);
+
+    Sampler greedy({.temperature = 0.0f, .logit_bias = {{3, 1.1f}}});
+    EXPECT_EQ(greedy.sample(logits), 3);  // 1.5 + 1.1 > 2.5
+    Sampler banned({.temperature = 0.0f, .logit_bias = {{1, -kInf}}});
+    EXPECT_EQ(banned.sample(std::vector<float>{1.0f, kInf, 2.0f}), 2);
+    Sampler past_the_end({.logit_bias = {{8, 1.0f}}});
+    EXPECT_THROW(past_the_end.sample(logits), Error);
+    EXPECT_THROW(Sampler({.logit_bias = {{-1, 1.0f}}}), Error);
+    EXPECT_THROW(Sampler({.logit_bias = {{1, kNaN}}}), Error);
+    EXPECT_THROW(Sampler({.logit_bias = {{1, kInf}}}), Error);
+}
+
 TEST(Sampler, HandlesALargeVocabulary) {
     const std::vector<float> logits = random_logits(256000, 9);
     Sampler sampler({.seed = 1});
