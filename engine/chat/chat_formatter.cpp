@@ -84,7 +84,8 @@ ChatFormatter ChatFormatter::choose(const gguf::Metadata &metadata, const Vocab 
     }
     if (!choice.template_file.empty()) {
         try {
-            f.jinja_.emplace(read_template_file(choice.template_file), f.bos_text_, eos_text);
+            f.jinja_source_ = read_template_file(choice.template_file);
+            f.jinja_.emplace(f.jinja_source_, f.bos_text_, eos_text);
         } catch (const jinja::TemplateError &e) {
             fail("chat", "the chat template file '{}' does not parse: {}", choice.template_file,
                  e.what());
@@ -100,6 +101,7 @@ ChatFormatter ChatFormatter::choose(const gguf::Metadata &metadata, const Vocab 
     }
     try {
         f.jinja_.emplace(*source, f.bos_text_, eos_text);
+        f.jinja_source_ = *source;
         f.description_ = "the model's Jinja template";
     } catch (const jinja::TemplateError &e) {
         f.warning_ =

@@ -39,11 +39,14 @@ class ChatFormatter {
     const std::string &description() const { return description_; }
     // Why the model's own template is not used (empty when it is, or when a choice was made).
     const std::string &warning() const { return warning_; }
+    // The Jinja template's text in use; empty for a built-in family.
+    const std::string &jinja_source() const { return jinja_source_; }
 
   private:
     std::optional<JinjaChatTemplate> jinja_;
     ChatFamily family_ = ChatFamily::chatml;  // when there is no Jinja template
     std::string bos_text_;
+    std::string jinja_source_;
     std::string description_;
     std::string warning_;
 };

@@ -2,7 +2,8 @@
 # loom serve end to end: tests/serve/openai_test.mjs against a server on stories260K with 4 slots
 # of 512 cells, the same answers bit for bit from 1 and 4 slots, a full queue, --api-key, chat
 # with the chatml fallback and with a model's own Jinja template (tools, tool calls, a template
-# that raises), prompt caching and slot files, and SIGINT stopping the server with exit code 0.
+# that raises), prompt caching and slot files, constrained output, /props, /slots,
+# /apply-template, CORS, and SIGINT stopping the server with exit code 0.
 # Usage: check_server.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -187,8 +188,51 @@ assert c["finish_reason"] == "length" or isinstance(json.loads(c["text"]), dict)
 [ "$(post /v1/completions '{"prompt": "a", "json_schema": {}, "grammar": "root ::= \"a\""}')" = 400 ] ||
     fail "two constraints: $(cat "$tmp/body")"
 stop_server
+
+# llama-server's /props, /slots (with --slots) and /apply-template; /v1/embeddings is a 501 for a
+# model that generates text; CORS for the origins given: a preflight answered without the key,
+# the header on answers to them, nothing for other origins.
+start_server --parallel 2 --ctx-size 512 --slots --cors http://app.example --api-key k
+get() {  # get PATH [CURL ARGS...]: the status code; the body in $tmp/body, headers in $tmp/headers
+    local path=$1
+    shift
+    curl -s -D "$tmp/headers" -o "$tmp/body" -w '%{http_code}' -H 'Authorization: Bearer k' "$@" "$url$path"
+}
+[ "$(get /props)" = 200 ] && [ "$(json_field "$tmp/body" j.total_slots)" = 2 ] &&
+    [ "$(json_field "$tmp/body" j.default_generation_settings.n_ctx)" = 256 ] &&
+    [ "$(json_field "$tmp/body" j.chat_template)" = "" ] || fail "props: $(cat "$tmp/body")"
+[ "$(get /v1/completions -d '{"prompt": "Once upon a time", "max_tokens": 4}')" = 200 ] ||
+    fail "completion: $(cat "$tmp/body")"
+[ "$(get /slots)" = 200 ] && [ "$(json_field "$tmp/body" j.length)" = 2 ] &&
+    [ "$(json_field "$tmp/body" 'j.filter((s) => !s.is_processing && s.n_ctx === 256).length')" = 2 ] &&
+    [ "$(json_field "$tmp/body" 'j.reduce((n, s) => n + s.n_cached_tokens, 0)')" -gt 4 ] ||
+    fail "slots: $(cat "$tmp/body")"
+[ "$(get /apply-template -d '{"messages": [{"role": "user", "content": "hi"}]}')" = 200 ] &&
+    [ "$(json_field "$tmp/body" 'JSON.stringify(j.prompt)')" = '"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"' ] ||
+    fail "apply-template: $(cat "$tmp/body")"
+[ "$(get /apply-template -d '{"messages": [{"role": "robot", "content": "hi"}]}')" = 400 ] ||
+    fail "apply-template of a bad role: $(cat "$tmp/body")"
+[ "$(get /v1/embeddings -d '{"input": "hi"}')" = 501 ] && grep -q "embedding" "$tmp/body" ||
+    fail "embeddings: $(cat "$tmp/body")"
+[ "$(get /v1/chat/completions -X OPTIONS -H 'Origin: http://app.example' \
+      -H 'Access-Control-Request-Method: POST' -H 'Authorization:')" = 204 ] &&
+    grep -qi '^Access-Control-Allow-Origin: http://app.example' "$tmp/headers" &&
+    grep -qi '^Access-Control-Allow-Headers: .*Authorization' "$tmp/headers" ||
+    fail "preflight: $(cat "$tmp/headers")"
+[ "$(get /v1/models -H 'Origin: http://app.example')" = 200 ] &&
+    grep -qi '^Access-Control-Allow-Origin: http://app.example' "$tmp/headers" ||
+    fail "CORS header: $(cat "$tmp/headers")"
+[ "$(get /v1/models -H 'Origin: http://evil.example')" = 200 ] &&
+    ! grep -qi '^Access-Control-Allow-Origin' "$tmp/headers" || fail "CORS for another origin"
+[ "$(get /v1/models -X OPTIONS -H 'Origin: http://evil.example')" = 403 ] ||
+    fail "a preflight from another origin"
+stop_server
 start_server --parallel 1 --ctx-size 256
 [ "$(post '/slots/0?action=erase' '')" = 501 ] && grep -q -- "--slot-save-path" "$tmp/body" ||
     fail "slots without a folder: $(cat "$tmp/body")"
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' "$url/slots")
+[ "$code" = 501 ] && grep -q -- "--slots" "$tmp/body" || fail "GET /slots without --slots: $code"
+code=$(curl -s -D "$tmp/headers" -o /dev/null -w '%{http_code}' -H 'Origin: http://app.example' "$url/v1/models")
+[ "$code" = 200 ] && ! grep -qi '^Access-Control-Allow-Origin' "$tmp/headers" || fail "CORS without --cors"
 stop_server
-echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output and SIGINT as expected"
+echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, props, apply-template, CORS and SIGINT as expected"

@@ -102,6 +102,54 @@ await check("logprobs", async () => {
   }
 });
 
+await check("stream_options.include_usage: a last chunk of no choices with the usage", async () => {
+  const chunks = [];
+  for await (const chunk of await client.chat.completions.create({
+      model, messages: [{ role: "user", content: "Hi" }], max_tokens: 6, temperature: 0,
+      stream: true, stream_options: { include_usage: true } })) {
+    chunks.push(chunk);
+  }
+  const last = chunks[chunks.length - 1];
+  assert.deepEqual(last.choices, []);
+  assert.equal(last.usage.completion_tokens, 6);
+  assert.equal(last.usage.total_tokens, last.usage.prompt_tokens + 6);
+  assert.equal(chunks[chunks.length - 2].choices[0].finish_reason, "length");
+});
+
+// Greedy, the first token with a bias of -100 (or banned, llama-server's false) gives way to the
+// one ranked second without it, and a bias of +100 on the third makes it first. A piece's id is
+// the token the prompt's tokens gain when the piece is appended to its text.
+await check("logit_bias", async () => {
+  const prompt = "Once upon a time";
+  const ask = async (extra) => (await client.completions.create({
+    model, prompt, max_tokens: 1, temperature: 0, logprobs: 3, ...extra })).choices[0].logprobs;
+  const plain = await ask({});
+  const ranked = Object.entries(plain.top_logprobs[0]).sort((a, b) => b[1] - a[1]).map((e) => e[0]);
+  assert.equal(ranked[0], plain.tokens[0]);
+  const tokenize = async (content) => (await (await fetch(`${baseURL}/tokenize`, {
+    method: "POST", body: JSON.stringify({ content, parse_special: false }) })).json()).tokens;
+  const base = await tokenize(prompt);
+  const idOf = async (piece) => {
+    const t = await tokenize(prompt + piece);
+    assert.deepEqual(t.slice(0, -1), base, `"${piece}" appended keeps the prompt's tokens`);
+    return t[t.length - 1];
+  };
+  const [first, third] = [await idOf(ranked[0]), await idOf(ranked[2])];
+  assert.equal((await ask({ logit_bias: { [first]: -100 } })).tokens[0], ranked[1]);
+  assert.equal((await ask({ logit_bias: [[first, false]] })).tokens[0], ranked[1]);
+  assert.equal((await ask({ logit_bias: { [third]: 100 } })).tokens[0], ranked[2]);
+  await assert.rejects(ask({ logit_bias: { 999999: 1 } }),
+                       (e) => e.status === 400 && /vocabulary has/.test(e.message));
+});
+
+await check("typical_p and n_probs are taken", async () => {
+  const answer = await client.completions.create({
+    model, prompt: "The cat", max_tokens: 3, temperature: 0.8, seed: 3, typical_p: 0.5,
+    n_probs: 2 });
+  assert.equal(answer.choices[0].logprobs.tokens.length, 3);
+  for (const top of answer.choices[0].logprobs.top_logprobs) assert.equal(Object.keys(top).length, 2);
+});
+
 await check("8 concurrent clients on 4 slots answer as if alone", async () => {
   const prompts = ["Once upon a time", "The cat", "Lily and Tom", "One day, a big dog",
                    "The sun was", "Sara had a", "In the park", "A little bird"];

@@ -1,6 +1,9 @@
 // parse_completion_request: OpenAI bodies into jobs, and a 400 naming the field for bad ones.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <map>
+
 #include "tools/loom/serve/request.h"
 
 namespace loom::serve {
@@ -128,6 +131,60 @@ TEST(CompletionRequest, NamesTheFieldAtFault) {
     EXPECT_EQ(error_of({{"prompt", "a"}, {"cache_prompt", 1}}),
               std::make_pair(400, std::string("cache_prompt")));
     EXPECT_EQ(error_of({{"prompt", "fine"}, {"temperature", nullptr}}), none);
+}
+
+// llama-server's typical_p and n_probs, OpenAI's stream_options and logit_bias (and llama-server's
+// list form of it, with texts and false for a ban).
+TEST(CompletionRequest, ReadsTheOtherSamplingFields) {
+    const auto r = parse_completion_request(json::parse(R"({
+        "prompt": "a", "typical_p": 0.3, "n_probs": 4, "stream": true,
+        "stream_options": {"include_usage": true},
+        "logit_bias": {"15": -100, "2": 7.5, "hello": 1}})"),
+                                            false);
+    EXPECT_FLOAT_EQ(r.sampling.typical_p, 0.3f);
+    EXPECT_TRUE(r.logprobs);
+    EXPECT_EQ(r.top_logprobs, 4);
+    EXPECT_TRUE(r.include_usage);
+    ASSERT_EQ(r.logit_bias.size(), 3u);
+    std::map<std::string, float> by_key;
+    for (const LogitBias &b : r.logit_bias) {
+        by_key[b.token >= 0 ? std::to_string(b.token) : "text:" + b.text] = b.bias;
+    }
+    EXPECT_EQ(by_key,
+              (std::map<std::string, float>{{"15", -100.0f}, {"2", 7.5f}, {"text:hello", 1.0f}}));
+
+    const auto listed = parse_completion_request(
+        json::parse(R"({"prompt": "a", "logit_bias": [[5, false], ["cat", -2]]})"), false);
+    ASSERT_EQ(listed.logit_bias.size(), 2u);
+    EXPECT_EQ(listed.logit_bias[0].token, 5);
+    EXPECT_EQ(listed.logit_bias[0].bias, -std::numeric_limits<float>::infinity());
+    EXPECT_EQ(listed.logit_bias[1].text, "cat");
+    EXPECT_EQ(listed.logit_bias[1].bias, -2.0f);
+    EXPECT_FALSE(parse_completion_request(json::parse(R"({"prompt": "a", "stream": true})"), false)
+                     .include_usage);
+}
+
+TEST(CompletionRequest, NamesTheOtherFieldsAtFault) {
+    for (const char *body :
+         {R"({"prompt": "a", "typical_p": 1.5})", R"({"prompt": "a", "n_probs": 21})",
+          R"({"prompt": "a", "n_probs": "x"})"}) {
+        const auto [status, param] = error_of(json::parse(body));
+        EXPECT_EQ(status, 400) << body;
+        EXPECT_TRUE(param == "typical_p" || param == "n_probs") << body;
+    }
+    for (const char *bias : {R"({"1": 101})", R"({"1": "x"})", R"([[1]])", R"([[1, true]])",
+                             R"([[[1], 1]])", R"(7)", R"({"": 1})", R"([[-3, 1]])"}) {
+        const json body = {{"prompt", "a"}, {"logit_bias", json::parse(bias)}};
+        EXPECT_EQ(error_of(body), std::make_pair(400, std::string("logit_bias"))) << bias;
+    }
+    EXPECT_EQ(
+        error_of(json::parse(R"({"prompt": "a", "stream_options": {"include_usage": true}})")),
+        std::make_pair(400, std::string("stream_options")));
+    EXPECT_EQ(error_of(json::parse(R"({"prompt": "a", "stream": true, "stream_options": 1})")),
+              std::make_pair(400, std::string("stream_options")));
+    EXPECT_EQ(error_of(json::parse(
+                  R"({"prompt": "a", "stream": true, "stream_options": {"include_usage": 1}})")),
+              std::make_pair(400, std::string("stream_options.include_usage")));
 }
 
 TEST(JsonBody, MalformedJsonIsA400) {

@@ -1,6 +1,7 @@
 // `loom serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx-size C]
 // [--threads T] [--api-key KEY] [--flash-attn on|off|auto] [--kv-type f16|f32]
-// [--chat-template NAME | --chat-template-file T.jinja] [--max-queue Q]`:
+// [--chat-template NAME | --chat-template-file T.jinja] [--max-queue Q] [--slots]
+// [--cors ORIGINS]`:
 // an OpenAI-compatible HTTP server (tools/loom/serve/). SIGINT or SIGTERM stops it: no new
 // connections, requests in flight end, exit code 0.
 #include <fmt/format.h>
@@ -81,6 +82,12 @@ void add_serve_command(CLI::App &app, int &exit_code) {
         ->add_option("--slot-save-path", o->slot_save_path,
                      "folder for POST /slots/{id}?action=save|restore files (off without it)")
         ->check(CLI::ExistingDirectory);
+    command->add_flag("--slots", o->expose_slots,
+                      "answer GET /slots with each slot's state (off: 501, as it shows the load)");
+    command
+        ->add_option("--cors", o->cors_origins,
+                     "let web pages from these origins call the API (comma-separated, or *)")
+        ->delimiter(',');
     add_context_shift_options(*command, o->context_shift, o->n_keep,
                               "ending the request with finish_reason \"length\"");
     add_chat_template_options(*command, o->chat_format);

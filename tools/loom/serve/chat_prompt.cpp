@@ -4,16 +4,18 @@
 
 namespace loom::serve {
 
-std::vector<int32_t> chat_prompt_tokens(const engine::Model &model,
-                                        const engine::ChatFormatter &formatter,
-                                        const std::string &body) {
-    std::string prompt;
+std::string chat_prompt_text(const engine::ChatFormatter &formatter, const std::string &body) {
     try {
-        prompt = formatter.render(chat_inputs(body));
+        return formatter.render(chat_inputs(body));
     } catch (const Error &e) {  // the template's failure, or a value past the engine's bounds
         throw RequestError(400, "messages", e.what());
     }
-    return formatter.tokenize(model.vocab(), prompt);
+}
+
+std::vector<int32_t> chat_prompt_tokens(const engine::Model &model,
+                                        const engine::ChatFormatter &formatter,
+                                        const std::string &body) {
+    return formatter.tokenize(model.vocab(), chat_prompt_text(formatter, body));
 }
 
 }  // namespace loom::serve

@@ -10,6 +10,12 @@
 
 namespace loom::serve {
 
+// The conversation of a chat request body (its messages and tools; roles and contents as
+// parse_completion_request accepts them) rendered with the assistant's header appended: the
+// prompt's text (POST /apply-template). A template that fails or raises is a RequestError (400)
+// with its message.
+std::string chat_prompt_text(const engine::ChatFormatter &formatter, const std::string &body);
+
 // The conversation of a chat request body (already accepted by parse_completion_request) with
 // the assistant's header appended, tokenized with BOS unless the template printed it. A template
 // that fails or raises is a RequestError (400) with its message.

@@ -77,7 +77,20 @@ struct HttpServer::Impl {
     void tokenize(const httplib::Request &req, httplib::Response &res);
     void detokenize(const httplib::Request &req, httplib::Response &res);
     void slot_action(const httplib::Request &req, httplib::Response &res);
+    json props() const;
+    json slots() const;
+    // The Access-Control-Allow-Origin value for the request's Origin; empty: none.
+    std::string allowed_origin(const httplib::Request &req) const;
 };
+
+std::string HttpServer::Impl::allowed_origin(const httplib::Request &req) const {
+    const std::string origin = req.get_header_value("Origin");
+    for (const std::string &o : options.cors_origins) {
+        if (o == "*") return "*";
+        if (!origin.empty() && o == origin) return origin;
+    }
+    return {};
+}
 
 bool HttpServer::Impl::authorized(const httplib::Request &req) const {
     if (options.api_key.empty()) return true;
@@ -89,10 +102,27 @@ void HttpServer::Impl::routes() {
     http.new_task_queue = [n_workers] { return new httplib::ThreadPool(n_workers); };
     http.set_payload_max_length(options.max_body_bytes);
     http.set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
+        // A browser's CORS preflight carries no credentials: answered before the key check.
+        if (req.method == "OPTIONS" && !options.cors_origins.empty()) {
+            const std::string origin = allowed_origin(req);
+            res.status = origin.empty() ? 403 : 204;
+            if (!origin.empty()) {
+                res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+                res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+                res.set_header("Access-Control-Max-Age", "86400");
+            }
+            return httplib::Server::HandlerResponse::Handled;
+        }
         if (req.path == "/health" || authorized(req))
             return httplib::Server::HandlerResponse::Unhandled;
         send_error(res, 401, "a valid API key is required (Authorization: Bearer KEY)");
         return httplib::Server::HandlerResponse::Handled;
+    });
+    http.set_post_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
+        const std::string origin = allowed_origin(req);
+        if (origin.empty()) return;
+        res.set_header("Access-Control-Allow-Origin", origin);
+        if (origin != "*") res.set_header("Vary", "Origin");
     });
     http.set_error_handler([](const httplib::Request &req, httplib::Response &res) {
         if (!res.body.empty()) return;
@@ -140,6 +170,29 @@ void HttpServer::Impl::routes() {
     http.Post("/tokenize", when_ready([this](const auto &req, auto &res) { tokenize(req, res); }));
     http.Post("/detokenize",
               when_ready([this](const auto &req, auto &res) { detokenize(req, res); }));
+    http.Get("/props", when_ready([this](const httplib::Request &, httplib::Response &res) {
+                 send_json(res, 200, props());
+             }));
+    http.Get("/slots", when_ready([this](const httplib::Request &, httplib::Response &res) {
+                 if (!options.expose_slots) {
+                     return send_error(res, 501,
+                                       "GET /slots is off: start loom serve with --slots");
+                 }
+                 send_json(res, 200, slots());
+             }));
+    http.Post("/apply-template",
+              when_ready([this](const httplib::Request &req, httplib::Response &res) {
+                  parse_completion_request(parse_json_body(req.body), true);  // checks messages
+                  send_json(res, 200, {{"prompt", chat_prompt_text(*chat, req.body)}});
+              }));
+    for (const char *path : {"/v1/embeddings", "/embeddings", "/v1/rerank", "/rerank"}) {
+        http.Post(path, when_ready([this](const httplib::Request &req, httplib::Response &res) {
+                      send_error(res, 501,
+                                 fmt::format("{} needs an embedding or reranking model; {} "
+                                             "generates text",
+                                             req.path, model_name));
+                  }));
+    }
     http.Get("/metrics", when_ready([this](const httplib::Request &, httplib::Response &res) {
                  res.set_content(prometheus_metrics(scheduler->metrics()),
                                  "text/plain; version=0.0.4");
@@ -186,6 +239,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
             .top_logprobs = request.logprobs ? request.top_logprobs : -1,
             .grammar = output_grammar(req.body),
             .cache_prompt = request.cache_prompt};
+    job.sampling.logit_bias = resolve_logit_bias(request.logit_bias, model->vocab());
     if (job.prompt.empty()) throw RequestError(400, "prompt", "the prompt has no tokens");
     if (int64_t(job.prompt.size()) >= scheduler->slot_context()) {
         throw RequestError(400, chat ? "messages" : "prompt",
@@ -228,9 +282,10 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     }
     // Server-sent events, one per event of the task, then [DONE]. A failed write also means the
     // client went away.
+    const bool include_usage = request.include_usage;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, task, completion, client](size_t, httplib::DataSink &sink) {
+        [this, task, completion, client, include_usage](size_t, httplib::DataSink &sink) {
             bool first = true;
             for (Event e; !e.done;) {
                 if (client->closed()) return task->cancel(), false;
@@ -245,6 +300,15 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                 completion->text += e.text;
                 first = false;
                 if (!sink.write(data.data(), data.size())) return task->cancel(), false;
+                // stream_options.include_usage: OpenAI's chunk of no choices, after the last.
+                if (e.done && include_usage) {
+                    completion->n_prompt = e.n_prompt;
+                    completion->n_generated = e.n_generated;
+                    completion->n_cached = e.n_cached;
+                    const std::string usage =
+                        "data: " + to_text(usage_chunk_json(*completion)) + "\n\n";
+                    if (!sink.write(usage.data(), usage.size())) return false;
+                }
             }
             const std::string done = "data: [DONE]\n\n";
             sink.write(done.data(), done.size());
@@ -324,6 +388,51 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
 
 void HttpServer::stop() {
     impl_->stop_requested = true;
+}
+
+// llama-server's shape, the fields Loom has: the settings a request starts from, the slots,
+// the model and its chat template.
+json HttpServer::Impl::props() const {
+    const engine::SamplingParams d;
+    const engine::Vocab &vocab = model->vocab();
+    auto piece = [&](int32_t id) {
+        return id >= 0 && id < vocab.n_tokens() ? vocab.token_text(id) : std::string();
+    };
+    return {{"default_generation_settings",
+             {{"n_ctx", scheduler->slot_context()},
+              {"params",
+               {{"temperature", d.temperature},
+                {"top_k", d.top_k},
+                {"top_p", d.top_p},
+                {"min_p", d.min_p},
+                {"typical_p", d.typical_p},
+                {"repeat_penalty", d.repeat_penalty},
+                {"presence_penalty", d.presence_penalty},
+                {"frequency_penalty", d.frequency_penalty},
+                {"n_predict", -1},
+                {"cache_prompt", true}}}}},
+            {"total_slots", options.n_parallel},
+            {"model_path", options.model_path},
+            {"model_alias", model_name},
+            {"chat_template", chat->jinja_source()},
+            {"chat_template_description", chat->description()},
+            {"bos_token", piece(vocab.bos())},
+            {"eos_token", piece(vocab.eos())},
+            {"n_vocab", vocab.n_tokens()}};
+}
+
+json HttpServer::Impl::slots() const {
+    json out = json::array();
+    for (const SlotState &s : scheduler->slots()) {
+        out.push_back({{"id", s.id},
+                       {"n_ctx", s.n_ctx},
+                       {"is_processing", s.busy},
+                       {"n_cached_tokens", s.n_cells},
+                       {"n_prompt_tokens", s.n_prompt},
+                       {"n_prompt_tokens_processed", s.n_prompt_done},
+                       {"n_decoded", s.n_generated}});
+    }
+    return out;
 }
 
 void HttpServer::Impl::slot_action(const httplib::Request &req, httplib::Response &res) {

@@ -1,15 +1,17 @@
 #pragma once
 // `loom serve`'s HTTP side: OpenAI's completion and chat endpoints over the scheduler, plus
-// health, models, tokenize / detokenize and Prometheus metrics. Errors come in OpenAI's shape:
+// health, models, tokenize / detokenize, Prometheus metrics, llama-server's /props, /slots and
+// /apply-template, and CORS for the origins given. Errors come in OpenAI's shape:
 // 400 for a bad request, 401 without the API key, 404 for an unknown route, 413 for a body over
 // the limit, 503 while loading or when every slot and the queue are full. POST /slots/{id}
 // saves, restores or erases an idle slot's cells (409 while it is busy, 501 without
-// --slot-save-path).
+// --slot-save-path). /v1/embeddings and /v1/rerank answer 501: no embedding model is served.
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "loom/engine.h"
 #include "loom/tensor.h"
@@ -33,6 +35,10 @@ struct ServeOptions {
     bool context_shift = false;  // shift a full slot's context instead of ending with "length"
     int32_t n_keep = 0;          // prompt tokens (after BOS) a shift keeps
     std::string slot_save_path;  // the folder for slot files; empty: /slots answers 501
+    bool expose_slots = false;   // GET /slots; off: 501
+    // Origins whose pages may call the API (CORS: preflights answered, Access-Control-Allow-
+    // Origin on the answers); "*" any; empty: none, browsers' same-origin rule stands.
+    std::vector<std::string> cors_origins;
 };
 
 class HttpServer {

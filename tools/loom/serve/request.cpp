@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "loom/engine.h"
 
 namespace loom::serve {
@@ -105,6 +107,55 @@ std::vector<ChatMessage> read_messages(const nlohmann::json &body) {
     return out;
 }
 
+// OpenAI's {"<token id>": bias} (a key that is not a number is llama-server's text), or
+// llama-server's [[token id or text, bias or false], ...]; biases in OpenAI's [-100, 100].
+std::vector<LogitBias> read_logit_bias(const nlohmann::json &body) {
+    const nlohmann::json *v = field(body, "logit_bias");
+    if (v == nullptr) return {};
+    const char *shape =
+        "'logit_bias' must map token ids to numbers in [-100, 100] (or be a list of "
+        "[token id or text, number or false] pairs)";
+    auto entry = [&](const nlohmann::json &key, const nlohmann::json &bias) {
+        LogitBias out;
+        if (bias.is_boolean() && !bias.get<bool>()) {
+            out.bias = -std::numeric_limits<float>::infinity();
+        } else if (bias.is_number() && bias.get<double>() >= -100.0 &&
+                   bias.get<double>() <= 100.0) {
+            out.bias = bias.get<float>();
+        } else {
+            bad("logit_bias", shape);
+        }
+        if (key.is_number_integer()) {
+            out.token = key.get<int64_t>();
+        } else if (key.is_string()) {
+            const std::string k = key.get<std::string>();
+            const bool digits = !k.empty() && k.size() <= 10 &&
+                                k.find_first_not_of("0123456789") == std::string::npos;
+            if (digits) {
+                out.token = std::stoll(k);
+            } else {
+                out.text = k;
+            }
+        } else {
+            bad("logit_bias", shape);
+        }
+        if (out.token < -1 || (out.token == -1 && out.text.empty())) bad("logit_bias", shape);
+        return out;
+    };
+    std::vector<LogitBias> out;
+    if (v->is_object()) {
+        for (const auto &[key, bias] : v->items()) out.push_back(entry(key, bias));
+    } else if (v->is_array()) {
+        for (const auto &pair : *v) {
+            if (!pair.is_array() || pair.size() != 2) bad("logit_bias", shape);
+            out.push_back(entry(pair[0], pair[1]));
+        }
+    } else {
+        bad("logit_bias", shape);
+    }
+    return out;
+}
+
 // Well-formed UTF-8 (RFC 3629): no stray continuation bytes, no overlong forms, no surrogates,
 // nothing past U+10FFFF.
 bool valid_utf8(std::string_view s) {
@@ -198,6 +249,7 @@ CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat
     read_number(body, "temperature", 0.0, 2.0, s.temperature);
     read_number(body, "top_p", 0.0, 1.0, s.top_p);
     read_number(body, "min_p", 0.0, 1.0, s.min_p);
+    read_number(body, "typical_p", 0.0, 1.0, s.typical_p);
     read_number(body, "presence_penalty", -2.0, 2.0, s.presence_penalty);
     read_number(body, "frequency_penalty", -2.0, 2.0, s.frequency_penalty);
     read_number(body, "repeat_penalty", 0.01, 10.0, s.repeat_penalty);
@@ -211,6 +263,18 @@ CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat
     r.stop = read_stop(body);
     read_bool(body, "stream", r.stream);
     read_bool(body, "cache_prompt", r.cache_prompt);
+    r.logit_bias = read_logit_bias(body);
+    if (const nlohmann::json *so = field(body, "stream_options")) {
+        if (!so->is_object()) bad("stream_options", "'stream_options' must be an object");
+        if (!r.stream)
+            bad("stream_options", "'stream_options' is only allowed with 'stream': true");
+        const nlohmann::json *usage = field(*so, "include_usage");
+        if (usage != nullptr && !usage->is_boolean()) {
+            bad("stream_options.include_usage",
+                "'stream_options.include_usage' must be true or false");
+        }
+        r.include_usage = usage != nullptr && usage->get<bool>();
+    }
     if (chat) {
         read_bool(body, "logprobs", r.logprobs);
         read_integer(body, "top_logprobs", 0, 20, r.top_logprobs);
@@ -223,7 +287,33 @@ CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat
         read_integer(body, "logprobs", 0, 5, r.top_logprobs);
         r.logprobs = true;
     }
+    // llama-server's n_probs: that many alternatives per token, in the route's logprobs shape.
+    int n_probs = 0;
+    read_integer(body, "n_probs", 0, 20, n_probs);
+    if (n_probs > 0) {
+        r.logprobs = true;
+        r.top_logprobs = n_probs;
+    }
     return r;
+}
+
+std::vector<std::pair<int32_t, float>> resolve_logit_bias(const std::vector<LogitBias> &entries,
+                                                          const engine::Vocab &vocab) {
+    std::vector<std::pair<int32_t, float>> out;
+    const int64_t n_vocab = vocab.n_tokens();
+    for (const LogitBias &e : entries) {
+        if (e.token >= n_vocab) {
+            bad("logit_bias", fmt::format("'logit_bias' names token {}; the vocabulary has {} "
+                                          "(ids 0..{})",
+                                          e.token, n_vocab, n_vocab - 1));
+        }
+        if (e.token >= 0) {
+            out.emplace_back(int32_t(e.token), e.bias);
+            continue;
+        }
+        for (const int32_t t : vocab.tokenize(e.text, false, false)) out.emplace_back(t, e.bias);
+    }
+    return out;
 }
 
 std::optional<engine::grammar::Grammar> output_grammar(const std::string &body) {

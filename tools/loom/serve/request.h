@@ -28,6 +28,14 @@ class RequestError : public std::runtime_error {
 
 using engine::ChatMessage;
 
+// One entry of logit_bias: a token id, or (llama-server's) a text each of whose tokens gets the
+// bias; -inf bans (llama-server's false).
+struct LogitBias {
+    int64_t token = -1;  // -1: `text`
+    std::string text;
+    float bias = 0.0f;
+};
+
 struct CompletionRequest {
     bool chat = false;
     std::string prompt;                 // /v1/completions
@@ -37,9 +45,16 @@ struct CompletionRequest {
     std::vector<std::string> stop;
     bool stream = false;
     bool logprobs = false;
-    int top_logprobs = 0;      // alternatives reported per token
-    bool cache_prompt = true;  // llama-server's: reuse the slot's cells of the prompt's beginning
+    int top_logprobs = 0;        // alternatives reported per token
+    bool cache_prompt = true;    // llama-server's: reuse the slot's cells of the prompt's beginning
+    bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+    std::vector<LogitBias> logit_bias;  // the ids unchecked: resolve_logit_bias
 };
+
+// The request's logit_bias as the sampler takes it: texts tokenized (without BOS), ids checked
+// against the vocabulary (RequestError 400 naming logit_bias).
+std::vector<std::pair<int32_t, float>> resolve_logit_bias(const std::vector<LogitBias> &entries,
+                                                          const engine::Vocab &vocab);
 
 // The grammar the output must follow, from the body's `response_format` (OpenAI's: "text",
 // "json_object", or "json_schema" with `json_schema.schema`; llama.cpp's "json_object" with a

@@ -120,6 +120,15 @@ nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
     return chunk;
 }
 
+nlohmann::json usage_chunk_json(const Completion &c) {
+    return {{"id", c.id},
+            {"object", c.chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", c.created},
+            {"model", c.model},
+            {"choices", nlohmann::json::array()},
+            {"usage", usage_json(c)}};
+}
+
 nlohmann::json error_json(int status, const std::string &message, const std::string &param) {
     const char *type = status == 401   ? "authentication_error"
                        : status == 404 ? "not_found_error"

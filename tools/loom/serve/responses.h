@@ -30,6 +30,8 @@ nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab);
 // `event`, and the finish reason when it is the last.
 nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
                           const engine::Vocab &vocab);
+// The chunk stream_options.include_usage adds after the last: no choices, the usage.
+nlohmann::json usage_chunk_json(const Completion &c);
 // {"error": {"message", "type", "param", "code"}}
 nlohmann::json error_json(int status, const std::string &message, const std::string &param = {});
 

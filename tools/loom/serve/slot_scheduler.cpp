@@ -163,6 +163,24 @@ SlotSchedulerMetrics SlotScheduler::metrics() const {
     return metrics_;
 }
 
+std::vector<SlotState> SlotScheduler::slots() const {
+    std::lock_guard lock(mutex_);  // the loop changes a slot only while it holds it
+    std::vector<SlotState> out;
+    for (const auto &s : slots_) {
+        SlotState state{.id = s->id,
+                        .busy = s->busy(),
+                        .n_ctx = slot_ctx_,
+                        .n_cells = int64_t(s->cached.size())};
+        if (s->busy()) {
+            state.n_prompt = int64_t(s->job.prompt.size());
+            state.n_prompt_done = int64_t(s->n_prompt_done);
+            state.n_generated = s->n_generated;
+        }
+        out.push_back(state);
+    }
+    return out;
+}
+
 struct SlotScheduler::PendingAction {
     SlotAction action;
     std::promise<SlotActionResult> result;

@@ -92,6 +92,16 @@ struct SlotSchedulerMetrics {
     int64_t context_shifts = 0;
 };
 
+// A slot as GET /slots shows it.
+struct SlotState {
+    int id = 0;
+    bool busy = false;
+    int64_t n_ctx = 0;     // cells the slot may hold
+    int64_t n_cells = 0;   // tokens whose cells it holds (kept for the next prompt when idle)
+    int64_t n_prompt = 0;  // of the running job: prompt tokens, those in the cache, generated
+    int64_t n_prompt_done = 0, n_generated = 0;
+};
+
 // What POST /slots/{id}?action=... asks of an idle slot.
 struct SlotAction {
     enum class Kind { save, restore, erase } kind = Kind::save;
@@ -121,6 +131,7 @@ class SlotScheduler {
     // The KV cache's size, cells, types and bytes a cell (engine::describe_memory).
     std::string memory_summary() const { return engine::describe_memory(ctx_.memory()); }
     SlotSchedulerMetrics metrics() const;
+    std::vector<SlotState> slots() const;
     // Runs an action on an idle slot between decode steps, and waits for it.
     SlotActionResult slot_action(const SlotAction &action);
 
