@@ -2,8 +2,8 @@
 # loom serve end to end: tests/serve/openai_test.mjs against a server on stories260K with 4 slots
 # of 512 cells, the same answers bit for bit from 1 and 4 slots, a full queue, --api-key, chat
 # with the chatml fallback and with a model's own Jinja template (tools, tool calls, a template
-# that raises), prompt caching and slot files, constrained output, /props, /slots,
-# /apply-template, CORS, and SIGINT stopping the server with exit code 0.
+# that raises), prompt caching and slot files, constrained output, reasoning_content, /props,
+# /slots, /apply-template, CORS, and SIGINT stopping the server with exit code 0.
 # Usage: check_server.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -189,6 +189,35 @@ assert c["finish_reason"] == "length" or isinstance(json.loads(c["text"]), dict)
     fail "two constraints: $(cat "$tmp/body")"
 stop_server
 
+# A thinking model's answer: a template that opens <think> in the generation prompt, the output
+# forced by a grammar. The block goes to reasoning_content and the rest to content, streamed or
+# not; with --reasoning-format none the answer stays as written.
+printf '%s\n' '{% for m in messages %}{{ m.role }}: {{ m.content }}' '{% endfor %}assistant: <think>' \
+    >"$tmp/think.jinja"
+"$loom" gguf set "$model" "$tmp/think.gguf" --string-file tokenizer.chat_template="$tmp/think.jinja"
+think='"messages": [{"role": "user", "content": "Why?"}], "max_tokens": 100,
+       "grammar": "root ::= \"I think.\" \"</think>\" \" The answer.\""'
+model="$tmp/think.gguf" start_server --parallel 1 --ctx-size 512
+[ "$(post /v1/chat/completions "{$think}")" = 200 ] &&
+    [ "$(json_field "$tmp/body" 'j.choices[0].message.reasoning_content')" = "I think." ] &&
+    [ "$(json_field "$tmp/body" 'j.choices[0].message.content')" = "The answer." ] ||
+    fail "reasoning_content: $(cat "$tmp/body")"
+curl -sN -d "{$think, \"stream\": true}" "$url/v1/chat/completions" >"$tmp/sse"
+parts=$(node -e 'let r = "", c = "";
+    for (const line of require("fs").readFileSync(process.argv[1], "utf8").split("\n")) {
+        if (!line.startsWith("data: {")) continue;
+        const d = JSON.parse(line.slice(6)).choices[0].delta;
+        r += d.reasoning_content ?? ""; c += d.content ?? ""; }
+    console.log(JSON.stringify([r, c]))' "$tmp/sse")
+[ "$parts" = '["I think.","The answer."]' ] || fail "streamed reasoning: $parts $(cat "$tmp/sse")"
+stop_server
+model="$tmp/think.gguf" start_server --parallel 1 --ctx-size 512 --reasoning-format none
+[ "$(post /v1/chat/completions "{$think}")" = 200 ] &&
+    [ "$(json_field "$tmp/body" 'j.choices[0].message.content')" = "I think.</think> The answer." ] &&
+    [ "$(json_field "$tmp/body" 'j.choices[0].message.reasoning_content')" = undefined ] ||
+    fail "--reasoning-format none: $(cat "$tmp/body")"
+stop_server
+
 # llama-server's /props, /slots (with --slots) and /apply-template; /v1/embeddings is a 501 for a
 # model that generates text; CORS for the origins given: a preflight answered without the key,
 # the header on answers to them, nothing for other origins.
@@ -235,4 +264,4 @@ code=$(curl -s -o "$tmp/body" -w '%{http_code}' "$url/slots")
 code=$(curl -s -D "$tmp/headers" -o /dev/null -w '%{http_code}' -H 'Origin: http://app.example' "$url/v1/models")
 [ "$code" = 200 ] && ! grep -qi '^Access-Control-Allow-Origin' "$tmp/headers" || fail "CORS without --cors"
 stop_server
-echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, props, apply-template, CORS and SIGINT as expected"
+echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, reasoning, props, apply-template, CORS and SIGINT as expected"

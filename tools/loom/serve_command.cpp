@@ -1,7 +1,7 @@
 // `loom serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx-size C]
 // [--threads T] [--api-key KEY] [--flash-attn on|off|auto] [--kv-type f16|f32]
 // [--chat-template NAME | --chat-template-file T.jinja] [--max-queue Q] [--slots]
-// [--cors ORIGINS]`:
+// [--cors ORIGINS] [--reasoning-format deepseek|none]`:
 // an OpenAI-compatible HTTP server (tools/loom/serve/). SIGINT or SIGTERM stops it: no new
 // connections, requests in flight end, exit code 0.
 #include <fmt/format.h>
@@ -84,6 +84,12 @@ void add_serve_command(CLI::App &app, int &exit_code) {
         ->check(CLI::ExistingDirectory);
     command->add_flag("--slots", o->expose_slots,
                       "answer GET /slots with each slot's state (off: 501, as it shows the load)");
+    command
+        ->add_option("--reasoning-format", o->reasoning_format,
+                     "deepseek: a chat answer's <think> block as reasoning_content; none: as "
+                     "written")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"deepseek", "none"}));
     command
         ->add_option("--cors", o->cors_origins,
                      "let web pages from these origins call the API (comma-separated, or *)")

@@ -12,10 +12,4 @@ std::string chat_prompt_text(const engine::ChatFormatter &formatter, const std::
     }
 }
 
-std::vector<int32_t> chat_prompt_tokens(const engine::Model &model,
-                                        const engine::ChatFormatter &formatter,
-                                        const std::string &body) {
-    return formatter.tokenize(model.vocab(), chat_prompt_text(formatter, body));
-}
-
 }  // namespace loom::serve

@@ -1,7 +1,7 @@
 #pragma once
 // The served model's chat prompt: its format, chosen once at start-up (engine/chat/
-// chat_formatter.h: the model's Jinja template by default), and the tokens of a request's
-// conversation rendered with it.
+// chat_formatter.h: the model's Jinja template by default), and a request's conversation
+// rendered with it (then tokenized by ChatFormatter::tokenize).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,12 +15,5 @@ namespace loom::serve {
 // prompt's text (POST /apply-template). A template that fails or raises is a RequestError (400)
 // with its message.
 std::string chat_prompt_text(const engine::ChatFormatter &formatter, const std::string &body);
-
-// The conversation of a chat request body (already accepted by parse_completion_request) with
-// the assistant's header appended, tokenized with BOS unless the template printed it. A template
-// that fails or raises is a RequestError (400) with its message.
-std::vector<int32_t> chat_prompt_tokens(const engine::Model &model,
-                                        const engine::ChatFormatter &formatter,
-                                        const std::string &body);
 
 }  // namespace loom::serve

@@ -15,6 +15,7 @@
 #include "tools/loom/serve/chat_prompt.h"
 #include "tools/loom/serve/client_connection.h"
 #include "tools/loom/serve/metrics.h"
+#include "tools/loom/serve/reasoning.h"
 #include "tools/loom/serve/request.h"
 #include "tools/loom/serve/responses.h"
 #include "tools/loom/serve/slot_actions.h"
@@ -231,7 +232,8 @@ void HttpServer::Impl::detokenize(const httplib::Request &req, httplib::Response
 
 void HttpServer::Impl::completions(const httplib::Request &req, httplib::Response &res, bool chat) {
     const CompletionRequest request = parse_completion_request(parse_json_body(req.body), chat);
-    Job job{.prompt = chat ? chat_prompt_tokens(*model, *this->chat, req.body)
+    const std::string chat_text = chat ? chat_prompt_text(*this->chat, req.body) : std::string();
+    Job job{.prompt = chat ? this->chat->tokenize(model->vocab(), chat_text)
                            : model->vocab().tokenize(request.prompt, true, true),
             .sampling = request.sampling,
             .max_tokens = request.max_tokens,
@@ -263,6 +265,10 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     // A client that hangs up cancels its task (freeing its slot at the next step) whether it
     // waits in the queue, its prompt is decoded, or it is generating.
     auto client = std::make_shared<ClientConnection>(req);
+    // A chat answer's <think> block apart, as the text streams.
+    const auto split = chat && options.reasoning_format == "deepseek"
+                           ? std::make_shared<ReasoningSplit>(prompt_opens_reasoning(chat_text))
+                           : nullptr;
     if (!request.stream) {
         for (Event e; !e.done;) {
             if (client->closed()) return task->cancel();
@@ -278,6 +284,12 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                 completion->n_cached = e.n_cached;
             }
         }
+        if (split != nullptr) {
+            ReasoningSplit::Parts parts = split->push(completion->text);
+            const ReasoningSplit::Parts rest = split->finish();
+            completion->reasoning = parts.reasoning + rest.reasoning;
+            completion->text = parts.content + rest.content;
+        }
         return send_json(res, 200, completion_json(*completion, model->vocab()));
     }
     // Server-sent events, one per event of the task, then [DONE]. A failed write also means the
@@ -285,7 +297,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     const bool include_usage = request.include_usage;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, task, completion, client, include_usage](size_t, httplib::DataSink &sink) {
+        [this, task, completion, client, include_usage, split](size_t, httplib::DataSink &sink) {
             bool first = true;
             for (Event e; !e.done;) {
                 if (client->closed()) return task->cancel(), false;
@@ -295,8 +307,20 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                     sink.write(data.data(), data.size());
                     break;
                 }
+                std::string reasoning;
+                if (split != nullptr) {
+                    ReasoningSplit::Parts parts = split->push(e.text);
+                    if (e.done) {
+                        const ReasoningSplit::Parts rest = split->finish();
+                        parts.reasoning += rest.reasoning;
+                        parts.content += rest.content;
+                    }
+                    e.text = std::move(parts.content);
+                    reasoning = std::move(parts.reasoning);
+                }
                 const std::string data =
-                    "data: " + to_text(chunk_json(*completion, e, first, model->vocab())) + "\n\n";
+                    "data: " +
+                    to_text(chunk_json(*completion, e, first, model->vocab(), reasoning)) + "\n\n";
                 completion->text += e.text;
                 first = false;
                 if (!sink.write(data.data(), data.size())) return task->cancel(), false;

@@ -36,6 +36,9 @@ struct ServeOptions {
     int32_t n_keep = 0;          // prompt tokens (after BOS) a shift keeps
     std::string slot_save_path;  // the folder for slot files; empty: /slots answers 501
     bool expose_slots = false;   // GET /slots; off: 501
+    // "deepseek": a chat answer's <think> block goes to reasoning_content (serve/reasoning.h);
+    // "none": the answer as written.
+    std::string reasoning_format = "deepseek";
     // Origins whose pages may call the API (CORS: preflights answered, Access-Control-Allow-
     // Origin on the answers); "*" any; empty: none, browsers' same-origin rule stands.
     std::vector<std::string> cors_origins;

@@ -79,6 +79,7 @@ nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab) 
                              {"finish_reason", c.finish_reason}};
     if (c.chat) {
         choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+        if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
     } else {
         choice["text"] = c.text;
     }
@@ -91,7 +92,7 @@ nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab) 
 }
 
 nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
-                          const engine::Vocab &vocab) {
+                          const engine::Vocab &vocab, const std::string &reasoning) {
     nlohmann::json choice = {
         {"index", 0},
         {"logprobs", logprobs_of(c, event.chosen, event.top, vocab, c.text.size())},
@@ -100,6 +101,7 @@ nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
     if (c.chat) {
         nlohmann::json delta = nlohmann::json::object();
         if (first) delta["role"] = "assistant";
+        if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
         if (!event.text.empty() || first) delta["content"] = event.text;
         choice["delta"] = delta;
     } else {

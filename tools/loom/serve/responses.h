@@ -17,6 +17,7 @@ struct Completion {
     std::string model;
     bool chat = false;
     std::string text;
+    std::string reasoning;  // chat: the <think> block's text (serve/reasoning.h)
     std::vector<TokenLogprob> chosen;
     std::vector<std::vector<TokenLogprob>> top;
     bool logprobs = false;
@@ -27,9 +28,9 @@ struct Completion {
 // The whole answer of a non-streamed request.
 nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab);
 // One server-sent event's data for a streamed request: the text (and log-probabilities) of
-// `event`, and the finish reason when it is the last.
+// `event`, its reasoning (chat) beside, and the finish reason when it is the last.
 nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
-                          const engine::Vocab &vocab);
+                          const engine::Vocab &vocab, const std::string &reasoning = {});
 // The chunk stream_options.include_usage adds after the last: no choices, the usage.
 nlohmann::json usage_chunk_json(const Completion &c);
 // {"error": {"message", "type", "param", "code"}}
