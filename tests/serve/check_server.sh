@@ -2,8 +2,9 @@
 # loom serve end to end: tests/serve/openai_test.mjs against a server on stories260K with 4 slots
 # of 512 cells, the same answers bit for bit from 1 and 4 slots, a full queue, --api-key, chat
 # with the chatml fallback and with a model's own Jinja template (tools, tool calls, a template
-# that raises), prompt caching and slot files, constrained output, reasoning_content, /props,
-# /slots, /apply-template, CORS, and SIGINT stopping the server with exit code 0.
+# that raises), prompt caching and slot files, constrained output, tool calls (tools_test.mjs),
+# reasoning_content, /props, /slots, /apply-template, CORS, and SIGINT stopping the server with
+# exit code 0.
 # Usage: check_server.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -189,6 +190,13 @@ assert c["finish_reason"] == "length" or isinstance(json.loads(c["text"]), dict)
     fail "two constraints: $(cat "$tmp/body")"
 stop_server
 
+# Tool calls through the openai client, on a template in Hermes's <tool_call> form.
+"$loom" gguf set "$model" "$tmp/tools.gguf" \
+    --string-file tokenizer.chat_template="$root/tests/serve/hermes_tools.jinja"
+model="$tmp/tools.gguf" start_server --parallel 2 --ctx-size 2048
+node "$root/tests/serve/tools_test.mjs" "$url" || fail "tool calls"
+stop_server
+
 # A thinking model's answer: a template that opens <think> in the generation prompt, the output
 # forced by a grammar. The block goes to reasoning_content and the rest to content, streamed or
 # not; with --reasoning-format none the answer stays as written.
@@ -264,4 +272,4 @@ code=$(curl -s -o "$tmp/body" -w '%{http_code}' "$url/slots")
 code=$(curl -s -D "$tmp/headers" -o /dev/null -w '%{http_code}' -H 'Origin: http://app.example' "$url/v1/models")
 [ "$code" = 200 ] && ! grep -qi '^Access-Control-Allow-Origin' "$tmp/headers" || fail "CORS without --cors"
 stop_server
-echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, reasoning, props, apply-template, CORS and SIGINT as expected"
+echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, tool calls, reasoning, props, apply-template, CORS and SIGINT as expected"

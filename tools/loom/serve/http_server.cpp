@@ -20,6 +20,7 @@
 #include "tools/loom/serve/responses.h"
 #include "tools/loom/serve/slot_actions.h"
 #include "tools/loom/serve/slot_scheduler.h"
+#include "tools/loom/serve/tool_calls.h"
 
 namespace loom::serve {
 namespace {
@@ -233,13 +234,31 @@ void HttpServer::Impl::detokenize(const httplib::Request &req, httplib::Response
 void HttpServer::Impl::completions(const httplib::Request &req, httplib::Response &res, bool chat) {
     const CompletionRequest request = parse_completion_request(parse_json_body(req.body), chat);
     const std::string chat_text = chat ? chat_prompt_text(*this->chat, req.body) : std::string();
+    // Tool calls: parsed from the answer in the form the template teaches; a required call (or a
+    // named function) constrains the answer to one.
+    const ToolCallForm form = tool_call_form(this->chat->jinja_source());
+    const bool parse_calls = chat && !request.tools.empty() && request.tool_choice != "none" &&
+                             form != ToolCallForm::none;
+    std::optional<engine::grammar::Grammar> grammar = output_grammar(req.body);
+    if (chat && (request.tool_choice == "required" || request.tool_choice == "function")) {
+        if (grammar) {
+            throw RequestError(400, "tool_choice",
+                               "a required tool call and response_format / json_schema / "
+                               "grammar: give one constraint");
+        }
+        try {
+            grammar = tool_call_grammar(form, request.tools, request.tool_choice_name);
+        } catch (const Error &e) {
+            throw RequestError(400, "tool_choice", e.what());
+        }
+    }
     Job job{.prompt = chat ? this->chat->tokenize(model->vocab(), chat_text)
                            : model->vocab().tokenize(request.prompt, true, true),
             .sampling = request.sampling,
             .max_tokens = request.max_tokens,
             .stop = request.stop,
             .top_logprobs = request.logprobs ? request.top_logprobs : -1,
-            .grammar = output_grammar(req.body),
+            .grammar = std::move(grammar),
             .cache_prompt = request.cache_prompt};
     job.sampling.logit_bias = resolve_logit_bias(request.logit_bias, model->vocab());
     if (job.prompt.empty()) throw RequestError(400, "prompt", "the prompt has no tokens");
@@ -269,6 +288,13 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     const auto split = chat && options.reasoning_format == "deepseek"
                            ? std::make_shared<ReasoningSplit>(prompt_opens_reasoning(chat_text))
                            : nullptr;
+    const auto calls = parse_calls ? std::make_shared<ToolCallParser>(form) : nullptr;
+    // The calls found in a piece of content, each given an id.
+    const auto take_calls = [completion](std::vector<ToolCall> found) {
+        for (ToolCall &c : found) c.id = random_id("call");
+        completion->tool_calls.insert(completion->tool_calls.end(), found.begin(), found.end());
+        return found;
+    };
     if (!request.stream) {
         for (Event e; !e.done;) {
             if (client->closed()) return task->cancel();
@@ -290,6 +316,13 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
             completion->reasoning = parts.reasoning + rest.reasoning;
             completion->text = parts.content + rest.content;
         }
+        if (calls != nullptr) {
+            ToolCallParser::Parts parts = calls->push(completion->text);
+            const ToolCallParser::Parts rest = calls->finish();
+            take_calls(std::move(parts.calls));
+            completion->text = parts.content + rest.content;
+            if (!completion->tool_calls.empty()) completion->finish_reason = "tool_calls";
+        }
         return send_json(res, 200, completion_json(*completion, model->vocab()));
     }
     // Server-sent events, one per event of the task, then [DONE]. A failed write also means the
@@ -297,7 +330,8 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     const bool include_usage = request.include_usage;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, task, completion, client, include_usage, split](size_t, httplib::DataSink &sink) {
+        [this, task, completion, client, include_usage, split, calls, take_calls](
+            size_t, httplib::DataSink &sink) {
             bool first = true;
             for (Event e; !e.done;) {
                 if (client->closed()) return task->cancel(), false;
@@ -318,9 +352,20 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                     e.text = std::move(parts.content);
                     reasoning = std::move(parts.reasoning);
                 }
-                const std::string data =
-                    "data: " +
-                    to_text(chunk_json(*completion, e, first, model->vocab(), reasoning)) + "\n\n";
+                nlohmann::json call_delta = nullptr;
+                if (calls != nullptr) {
+                    ToolCallParser::Parts parts = calls->push(e.text);
+                    if (e.done) parts.content += calls->finish().content;
+                    const size_t first_index = completion->tool_calls.size();
+                    call_delta =
+                        tool_calls_json(take_calls(std::move(parts.calls)), first_index, true);
+                    e.text = std::move(parts.content);
+                    if (e.done && !completion->tool_calls.empty()) e.finish_reason = "tool_calls";
+                }
+                const std::string data = "data: " +
+                                         to_text(chunk_json(*completion, e, first, model->vocab(),
+                                                            reasoning, call_delta)) +
+                                         "\n\n";
                 completion->text += e.text;
                 first = false;
                 if (!sink.write(data.data(), data.size())) return task->cancel(), false;

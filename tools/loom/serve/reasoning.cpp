@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tools/loom/serve/text_tags.h"
+
 namespace loom::serve {
 namespace {
 
@@ -10,15 +12,6 @@ constexpr std::string_view kClose = "</think>";
 
 bool is_space(char c) {
     return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
-// The length of the longest end of `text` that begins `tag` (a tag that may continue in the
-// next piece).
-size_t partial_tag_at_end(std::string_view text, std::string_view tag) {
-    for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n) {
-        if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
-    }
-    return 0;
 }
 
 }  // namespace

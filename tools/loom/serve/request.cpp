@@ -156,6 +156,63 @@ std::vector<LogitBias> read_logit_bias(const nlohmann::json &body) {
     return out;
 }
 
+// OpenAI's tools ([{"type": "function", "function": {"name", "description", "parameters"}}])
+// and tool_choice ("none", "auto", "required", or {"type": "function", "function": {"name"}}).
+void read_tools(const nlohmann::json &body, CompletionRequest &r) {
+    if (const nlohmann::json *tools = field(body, "tools")) {
+        if (!tools->is_array()) bad("tools", "'tools' must be an array");
+        for (size_t i = 0; i < tools->size(); ++i) {
+            const nlohmann::json &t = (*tools)[i];
+            const std::string param = fmt::format("tools[{}]", i);
+            const auto function = t.is_object() ? t.find("function") : t.end();
+            const bool ok = t.is_object() && t.value("type", "") == "function" &&
+                            function != t.end() && function->is_object() &&
+                            function->contains("name") && (*function)["name"].is_string() &&
+                            !(*function)["name"].get<std::string>().empty();
+            if (!ok) {
+                bad(param, fmt::format("'{}' must be {{\"type\": \"function\", \"function\": "
+                                       "{{\"name\": ...}}}}",
+                                       param));
+            }
+            const auto parameters = function->find("parameters");
+            if (parameters != function->end() && !parameters->is_null() &&
+                !parameters->is_object()) {
+                bad(param + ".function.parameters",
+                    fmt::format("'{}.function.parameters' must be a JSON Schema object", param));
+            }
+        }
+        r.tools = *tools;
+    }
+    const nlohmann::json *choice = field(body, "tool_choice");
+    if (choice == nullptr) return;
+    const char *shape =
+        "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+        "\"function\": {\"name\": ...}}";
+    if (choice->is_string()) {
+        r.tool_choice = choice->get<std::string>();
+        if (r.tool_choice != "none" && r.tool_choice != "auto" && r.tool_choice != "required") {
+            bad("tool_choice", shape);
+        }
+    } else if (choice->is_object() && choice->value("type", "") == "function" &&
+               choice->contains("function") && (*choice)["function"].is_object() &&
+               (*choice)["function"].contains("name") &&
+               (*choice)["function"]["name"].is_string()) {
+        r.tool_choice = "function";
+        r.tool_choice_name = (*choice)["function"]["name"].get<std::string>();
+        bool known = false;
+        for (const auto &t : r.tools) known |= t["function"]["name"] == r.tool_choice_name;
+        if (!known) {
+            bad("tool_choice", fmt::format("'tool_choice' names '{}', which is not among the tools",
+                                           r.tool_choice_name));
+        }
+    } else {
+        bad("tool_choice", shape);
+    }
+    if (r.tool_choice == "required" && r.tools.empty()) {
+        bad("tool_choice", "'tool_choice' is \"required\" but there are no tools");
+    }
+}
+
 // Well-formed UTF-8 (RFC 3629): no stray continuation bytes, no overlong forms, no surrogates,
 // nothing past U+10FFFF.
 bool valid_utf8(std::string_view s) {
@@ -232,8 +289,7 @@ CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat
     r.chat = chat;
     if (chat) {
         r.messages = read_messages(body);
-        const nlohmann::json *tools = field(body, "tools");
-        if (tools != nullptr && !tools->is_array()) bad("tools", "'tools' must be an array");
+        read_tools(body, r);
     } else {
         const nlohmann::json *p = field(body, "prompt");
         if (p == nullptr) bad("prompt", "'prompt' is required");

@@ -48,6 +48,11 @@ struct CompletionRequest {
     int top_logprobs = 0;        // alternatives reported per token
     bool cache_prompt = true;    // llama-server's: reuse the slot's cells of the prompt's beginning
     bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+    // Chat: the tools (checked: function objects with a name), and tool_choice: "none", "auto",
+    // "required", or "function" with tool_choice_name.
+    nlohmann::json tools = nlohmann::json::array();
+    std::string tool_choice = "auto";
+    std::string tool_choice_name;
     std::vector<LogitBias> logit_bias;  // the ids unchecked: resolve_logit_bias
 };
 

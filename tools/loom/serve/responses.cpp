@@ -80,6 +80,13 @@ nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab) 
     if (c.chat) {
         choice["message"] = {{"role", "assistant"}, {"content", c.text}};
         if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
+        if (!c.tool_calls.empty()) {
+            choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls, 0, false);
+            // OpenAI's content is null beside calls when the model wrote nothing else.
+            if (c.text.find_first_not_of(" \n\r\t") == std::string::npos) {
+                choice["message"]["content"] = nullptr;
+            }
+        }
     } else {
         choice["text"] = c.text;
     }
@@ -92,7 +99,8 @@ nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab) 
 }
 
 nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
-                          const engine::Vocab &vocab, const std::string &reasoning) {
+                          const engine::Vocab &vocab, const std::string &reasoning,
+                          const nlohmann::json &tool_calls) {
     nlohmann::json choice = {
         {"index", 0},
         {"logprobs", logprobs_of(c, event.chosen, event.top, vocab, c.text.size())},
@@ -102,6 +110,7 @@ nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
         nlohmann::json delta = nlohmann::json::object();
         if (first) delta["role"] = "assistant";
         if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+        if (tool_calls.is_array() && !tool_calls.empty()) delta["tool_calls"] = tool_calls;
         if (!event.text.empty() || first) delta["content"] = event.text;
         choice["delta"] = delta;
     } else {

@@ -7,6 +7,7 @@
 
 #include "loom/engine.h"
 #include "tools/loom/serve/slot_scheduler.h"
+#include "tools/loom/serve/tool_calls.h"
 
 namespace loom::serve {
 
@@ -17,7 +18,8 @@ struct Completion {
     std::string model;
     bool chat = false;
     std::string text;
-    std::string reasoning;  // chat: the <think> block's text (serve/reasoning.h)
+    std::string reasoning;             // chat: the <think> block's text (serve/reasoning.h)
+    std::vector<ToolCall> tool_calls;  // chat: the calls found in the answer (serve/tool_calls.h)
     std::vector<TokenLogprob> chosen;
     std::vector<std::vector<TokenLogprob>> top;
     bool logprobs = false;
@@ -28,9 +30,11 @@ struct Completion {
 // The whole answer of a non-streamed request.
 nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab);
 // One server-sent event's data for a streamed request: the text (and log-probabilities) of
-// `event`, its reasoning (chat) beside, and the finish reason when it is the last.
+// `event`, its reasoning and tool calls (chat: tool_calls_json with indices) beside, and the
+// finish reason when it is the last.
 nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
-                          const engine::Vocab &vocab, const std::string &reasoning = {});
+                          const engine::Vocab &vocab, const std::string &reasoning = {},
+                          const nlohmann::json &tool_calls = nullptr);
 // The chunk stream_options.include_usage adds after the last: no choices, the usage.
 nlohmann::json usage_chunk_json(const Completion &c);
 // {"error": {"message", "type", "param", "code"}}

@@ -1,0 +1,118 @@
+// Tool calls through the official openai client, on a model whose template teaches Hermes's
+// <tool_call> form (tests/serve/hermes_tools.jinja): a required call and a named one (grammars,
+// so that even this small model writes a valid call; 600 tokens bound the longest a call's
+// grammar allows, whitespace included, at a character a token), streamed and not; the round trip
+// (the call, the tool's result, an answer); an answer that mixes text and a call; tool_choice
+// "none"; and the 400s.
+// Usage: node tools_test.mjs BASE_URL   (a server on that template already at BASE_URL)
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+
+const [baseURL] = process.argv.slice(2);
+const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "unused", maxRetries: 0 });
+const model = "tools.gguf";
+const tools = [
+  { type: "function", function: { name: "get_weather", description: "The weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string", maxLength: 12 } },
+                  required: ["city"] } } },
+  { type: "function", function: { name: "get_time", parameters: {
+    type: "object", properties: { zone: { type: "string", maxLength: 8 } }, required: ["zone"] } } },
+];
+const question = [{ role: "user", content: "What is the weather in Paris?" }];
+
+async function check(name, fn) {
+  try {
+    await fn();
+    console.log(`ok: ${name}`);
+  } catch (e) {
+    console.log(`FAIL: ${name}\n${e.stack}`);
+    process.exitCode = 1;
+  }
+}
+
+function checkCall(call, names) {
+  assert.equal(call.type, "function");
+  assert.ok(call.id.length > 0);
+  assert.ok(names.includes(call.function.name), call.function.name);
+  const args = JSON.parse(call.function.arguments);
+  if (call.function.name === "get_weather") assert.equal(typeof args.city, "string");
+  if (call.function.name === "get_time") assert.equal(typeof args.zone, "string");
+  return args;
+}
+
+await check("tool_choice required: a valid call, finish_reason tool_calls", async () => {
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.create({
+      model, messages: question, tools, tool_choice: "required", seed, max_tokens: 600 });
+    const c = r.choices[0];
+    assert.equal(c.finish_reason, "tool_calls");
+    assert.equal(c.message.content, null);
+    assert.equal(c.message.tool_calls.length, 1);
+    checkCall(c.message.tool_calls[0], ["get_weather", "get_time"]);
+  }
+});
+
+await check("a named function, streamed: delta.tool_calls", async () => {
+  const calls = [];
+  let finish = null, content = "";
+  for await (const chunk of await client.chat.completions.create({
+      model, messages: question, tools, seed: 4, max_tokens: 600, stream: true,
+      tool_choice: { type: "function", function: { name: "get_weather" } } })) {
+    const choice = chunk.choices[0];
+    finish = choice.finish_reason ?? finish;
+    content += choice.delta.content ?? "";
+    for (const d of choice.delta.tool_calls ?? []) {
+      calls[d.index] ??= { id: d.id, type: d.type, function: { name: "", arguments: "" } };
+      calls[d.index].function.name += d.function?.name ?? "";
+      calls[d.index].function.arguments += d.function?.arguments ?? "";
+    }
+  }
+  assert.equal(finish, "tool_calls");
+  assert.equal(content.trim(), "");
+  assert.equal(calls.length, 1);
+  checkCall(calls[0], ["get_weather"]);
+});
+
+await check("a round trip: the call, the tool's result, then an answer", async () => {
+  const first = await client.chat.completions.create({
+    model, messages: question, tools, tool_choice: "required", seed: 5, max_tokens: 600 });
+  const call = first.choices[0].message.tool_calls[0];
+  const messages = [...question, first.choices[0].message,
+                    { role: "tool", tool_call_id: call.id, content: "18 C and sunny" }];
+  const answer = await client.chat.completions.create({
+    model, messages, tools, tool_choice: "none", max_tokens: 8, temperature: 0 });
+  assert.equal(typeof answer.choices[0].message.content, "string");
+  assert.equal(answer.choices[0].message.tool_calls, undefined);
+  assert.notEqual(answer.choices[0].finish_reason, "tool_calls");
+});
+
+// The text forced by a grammar: auto parses what the model wrote, none leaves it as text.
+const mixed = 'Let me check. <tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>';
+const forced = { grammar: `root ::= ${JSON.stringify(mixed)}` };
+await check("tool_choice auto: text and a call apart; none: all text", async () => {
+  const auto = await client.chat.completions.create({
+    model, messages: question, tools, max_tokens: 200, ...forced });
+  assert.equal(auto.choices[0].message.content, "Let me check. ");
+  assert.equal(auto.choices[0].message.tool_calls.length, 1);
+  assert.deepEqual(checkCall(auto.choices[0].message.tool_calls[0], ["get_weather"]), { city: "Oslo" });
+  const none = await client.chat.completions.create({
+    model, messages: question, tools, tool_choice: "none", max_tokens: 200, ...forced });
+  assert.equal(none.choices[0].message.content, mixed);
+  assert.equal(none.choices[0].message.tool_calls, undefined);
+});
+
+await check("bad tools and tool_choice are 400s naming the field", async () => {
+  const bad = async (extra, param) => {
+    await assert.rejects(client.chat.completions.create({ model, messages: question, ...extra }),
+                         (e) => e.status === 400 && e.error?.param === param);
+  };
+  await bad({ tools, tool_choice: { type: "function", function: { name: "nope" } } }, "tool_choice");
+  await bad({ tool_choice: "required" }, "tool_choice");
+  await bad({ tools, tool_choice: "sometimes" }, "tool_choice");
+  await bad({ tools: [{ type: "function" }] }, "tools[0]");
+  await bad({ tools, tool_choice: "required", response_format: { type: "json_object" } },
+            "tool_choice");
+  await bad({ tools: [{ type: "function", function: { name: "f", parameters: {
+              type: "object", properties: { s: { type: "string", pattern: "x+" } } } } }],
+              tool_choice: "required" }, "tool_choice");
+});
