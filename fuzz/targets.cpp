@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string_view>
+#include <type_traits>
 
 #include "engine/chat/chat_template.h"
 #include "engine/chat/jinja_chat.h"
@@ -14,7 +15,9 @@
 #include "engine/jinja/template.h"
 #include "loom/error.h"
 #include "loom/gguf.h"
+#include "tools/loom/serve/reasoning.h"
 #include "tools/loom/serve/request.h"
+#include "tools/loom/serve/tool_calls.h"
 
 namespace loom::fuzz {
 
@@ -56,6 +59,31 @@ void tokenizer_one_input(const std::vector<std::unique_ptr<engine::Vocab>> &voca
     }
 }
 
+// The answer parsers (<think> and <tool_call> blocks) on `text` as if a model wrote it: the text
+// cut in two at `cut` must give the parts the whole text gives, else a chunk boundary would change
+// what a client sees.
+template <typename Parser, typename Arg>
+void check_cut(const std::string &text, size_t cut, Arg arg) {
+    Parser whole(arg), halves(arg);
+    auto a = whole.push(text);
+    const auto a_rest = whole.finish();
+    auto b = halves.push(std::string_view(text).substr(0, cut));
+    const auto b_mid = halves.push(std::string_view(text).substr(cut));
+    const auto b_rest = halves.finish();
+    if (a.content + a_rest.content != b.content + b_mid.content + b_rest.content) std::abort();
+    if constexpr (std::is_same_v<Parser, serve::ReasoningSplit>) {
+        if (a.reasoning + a_rest.reasoning != b.reasoning + b_mid.reasoning + b_rest.reasoning)
+            std::abort();
+    } else {
+        b.calls.insert(b.calls.end(), b_mid.calls.begin(), b_mid.calls.end());
+        if (a.calls.size() != b.calls.size()) std::abort();
+        for (size_t i = 0; i < a.calls.size(); ++i) {
+            if (a.calls[i].name != b.calls[i].name || a.calls[i].arguments != b.calls[i].arguments)
+                std::abort();
+        }
+    }
+}
+
 void request_one_input(const uint8_t *data, size_t size) {
     const std::string body(reinterpret_cast<const char *>(data), size);
     for (const bool chat : {false, true}) {
@@ -65,11 +93,18 @@ void request_one_input(const uint8_t *data, size_t size) {
             if (chat) {
                 engine::render_chat(engine::ChatFamily::chatml, r.messages, true);
                 serve::chat_inputs(body);
+                if (!r.tools.empty()) {
+                    serve::tool_call_grammar(serve::ToolCallForm::hermes, r.tools,
+                                             r.tool_choice_name);
+                }
             }
         } catch (const serve::RequestError &) {
         } catch (const Error &) {  // chat_inputs: values past the engine's bounds
         }
     }
+    const size_t cut = size == 0 ? 0 : data[0] % (size + 1);
+    check_cut<serve::ReasoningSplit>(body, cut, size % 2 == 1);
+    check_cut<serve::ToolCallParser>(body, cut, serve::ToolCallForm::hermes);
 }
 
 void chat_template_one_input(const uint8_t *data, size_t size) {

@@ -24,7 +24,9 @@ std::vector<std::unique_ptr<engine::Vocab>> load_vocabularies(const std::string 
 void tokenizer_one_input(const std::vector<std::unique_ptr<engine::Vocab>> &vocabs,
                          const uint8_t *data, size_t size);
 
-// The bytes as the body of POST /v1/completions and /v1/chat/completions.
+// The bytes as the body of POST /v1/completions and /v1/chat/completions (with a chat's tools,
+// the grammar of a required call), and as a model's answer for the <think> and <tool_call>
+// parsers, whose parts must not depend on where the text is cut (the first byte picks the cut).
 void request_one_input(const uint8_t *data, size_t size);
 
 // ../shared/models/stories260K.gguf and the gemma2 and gpt-oss fixture models, each cut to two
