@@ -187,6 +187,35 @@ TEST(CompletionRequest, NamesTheOtherFieldsAtFault) {
               std::make_pair(400, std::string("stream_options.include_usage")));
 }
 
+// tools and tool_choice of the wrong shapes are 400s naming them (the fuzzer's first find here:
+// a "type" that was not a string escaped as a nlohmann type_error).
+TEST(CompletionRequest, NamesBadToolsAndToolChoice) {
+    const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
+    const std::string f = R"("tools": [{"type": "function", "function": {"name": "f"}}])";
+    for (const std::string &fields : std::vector<std::string>{
+             R"("tools": [{"type": 1, "function": {"name": "f"}}])",
+             R"("tools": [{"type": "function", "function": {"name": 7}}])",
+             R"("tools": [{"type": "function", "function": {"name": ""}}])",
+             R"("tools": [{"type": "function", "function": {"name": "f", "parameters": 3}}])",
+             f + R"(, "tool_choice": {"type": {}})",
+             f + R"(, "tool_choice": {"type": "function", "function": {"name": []}})",
+             f + R"(, "tool_choice": {"type": "function", "function": {"name": "g"}})",
+             f + R"(, "tool_choice": "sometimes")", std::string(R"("tool_choice": "required")"),
+             std::string(R"("tool_choice": 5)")}) {
+        const std::string body = "{" + user + ", " + fields + "}";
+        const auto [status, param] = error_of(json::parse(body), true);
+        EXPECT_EQ(status, 400) << body;
+        EXPECT_TRUE(param.starts_with("tools") || param == "tool_choice") << body << ": " << param;
+    }
+    const auto named = parse_completion_request(
+        json::parse("{" + user + ", " + f +
+                    R"(, "tool_choice": {"type": "function", "function": {"name": "f"}}})"),
+        true);
+    EXPECT_EQ(named.tool_choice, "function");
+    EXPECT_EQ(named.tool_choice_name, "f");
+    EXPECT_EQ(named.tools.size(), 1u);
+}
+
 TEST(JsonBody, MalformedJsonIsA400) {
     try {
         parse_json_body("{\"prompt\": ");

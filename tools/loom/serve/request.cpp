@@ -156,6 +156,15 @@ std::vector<LogitBias> read_logit_bias(const nlohmann::json &body) {
     return out;
 }
 
+// Whether `object` is an object whose `key` is the string `want` (any string when empty).
+bool has_string(const nlohmann::json &object, const char *key, std::string_view want = {}) {
+    if (!object.is_object()) return false;
+    const auto it = object.find(key);
+    return it != object.end() && it->is_string() &&
+           (want.empty() ? !it->get_ref<const std::string &>().empty()
+                         : it->get_ref<const std::string &>() == want);
+}
+
 // OpenAI's tools ([{"type": "function", "function": {"name", "description", "parameters"}}])
 // and tool_choice ("none", "auto", "required", or {"type": "function", "function": {"name"}}).
 void read_tools(const nlohmann::json &body, CompletionRequest &r) {
@@ -164,18 +173,16 @@ void read_tools(const nlohmann::json &body, CompletionRequest &r) {
         for (size_t i = 0; i < tools->size(); ++i) {
             const nlohmann::json &t = (*tools)[i];
             const std::string param = fmt::format("tools[{}]", i);
-            const auto function = t.is_object() ? t.find("function") : t.end();
-            const bool ok = t.is_object() && t.value("type", "") == "function" &&
-                            function != t.end() && function->is_object() &&
-                            function->contains("name") && (*function)["name"].is_string() &&
-                            !(*function)["name"].get<std::string>().empty();
+            const bool ok = has_string(t, "type", "function") && t.contains("function") &&
+                            has_string(t["function"], "name");
             if (!ok) {
                 bad(param, fmt::format("'{}' must be {{\"type\": \"function\", \"function\": "
                                        "{{\"name\": ...}}}}",
                                        param));
             }
-            const auto parameters = function->find("parameters");
-            if (parameters != function->end() && !parameters->is_null() &&
+            const nlohmann::json &function = t["function"];
+            const auto parameters = function.find("parameters");
+            if (parameters != function.end() && !parameters->is_null() &&
                 !parameters->is_object()) {
                 bad(param + ".function.parameters",
                     fmt::format("'{}.function.parameters' must be a JSON Schema object", param));
@@ -193,10 +200,8 @@ void read_tools(const nlohmann::json &body, CompletionRequest &r) {
         if (r.tool_choice != "none" && r.tool_choice != "auto" && r.tool_choice != "required") {
             bad("tool_choice", shape);
         }
-    } else if (choice->is_object() && choice->value("type", "") == "function" &&
-               choice->contains("function") && (*choice)["function"].is_object() &&
-               (*choice)["function"].contains("name") &&
-               (*choice)["function"]["name"].is_string()) {
+    } else if (has_string(*choice, "type", "function") && choice->contains("function") &&
+               has_string((*choice)["function"], "name")) {
         r.tool_choice = "function";
         r.tool_choice_name = (*choice)["function"]["name"].get<std::string>();
         bool known = false;
