@@ -5,6 +5,7 @@
 import { execFileSync } from "node:child_process";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
+import { check } from "./check.mjs";
 
 const [loom, modelPath, baseURL] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "unused", maxRetries: 0 });
@@ -38,16 +39,6 @@ async function metric(name) {
   const text = await (await fetch(`${baseURL}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`loom_${name} `));
   return Number(line.split(" ")[1]);
-}
-
-async function check(name, fn) {
-  try {
-    await fn();
-    console.log(`ok: ${name}`);
-  } catch (e) {
-    console.log(`FAIL: ${name}\n${e.stack}`);
-    process.exitCode = 1;
-  }
 }
 
 await check("models", async () => {

@@ -7,6 +7,7 @@
 // Usage: node tools_test.mjs BASE_URL   (a server on that template already at BASE_URL)
 import assert from "node:assert/strict";
 import OpenAI from "openai";
+import { check } from "./check.mjs";
 
 const [baseURL] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "unused", maxRetries: 0 });
@@ -19,16 +20,6 @@ const tools = [
     type: "object", properties: { zone: { type: "string", maxLength: 8 } }, required: ["zone"] } } },
 ];
 const question = [{ role: "user", content: "What is the weather in Paris?" }];
-
-async function check(name, fn) {
-  try {
-    await fn();
-    console.log(`ok: ${name}`);
-  } catch (e) {
-    console.log(`FAIL: ${name}\n${e.stack}`);
-    process.exitCode = 1;
-  }
-}
 
 function checkCall(call, names) {
   assert.equal(call.type, "function");
