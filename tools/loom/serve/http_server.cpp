@@ -59,6 +59,47 @@ int64_t unix_time() {
 // one decode step of any model worth serving, so a hang-up is seen within a step.
 constexpr auto kPoll = std::chrono::milliseconds(20);
 
+// A chat answer taken apart as it streams: the <think> block (reasoning.h), then tool calls in
+// the rest (tool_calls.h), each call given an id. The same for streamed and whole answers, since
+// where the text is cut changes no part.
+class AnswerParts {
+  public:
+    AnswerParts(bool split_reasoning, bool prompt_opened_reasoning, ToolCallForm calls) {
+        if (split_reasoning) reasoning_.emplace(prompt_opened_reasoning);
+        if (calls != ToolCallForm::none) calls_.emplace(calls);
+    }
+    struct Piece {
+        std::string content, reasoning;
+        std::vector<ToolCall> calls;
+    };
+    // The parts of the next `text`; `done` at the answer's end.
+    Piece take(const std::string &text, bool done) {
+        Piece out{.content = text};
+        if (reasoning_) {
+            ReasoningSplit::Parts parts = reasoning_->push(out.content);
+            if (done) {
+                const ReasoningSplit::Parts rest = reasoning_->finish();
+                parts.reasoning += rest.reasoning;
+                parts.content += rest.content;
+            }
+            out.content = std::move(parts.content);
+            out.reasoning = std::move(parts.reasoning);
+        }
+        if (calls_) {
+            ToolCallParser::Parts parts = calls_->push(out.content);
+            if (done) parts.content += calls_->finish().content;
+            out.content = std::move(parts.content);
+            out.calls = std::move(parts.calls);
+            for (ToolCall &c : out.calls) c.id = random_id("call");
+        }
+        return out;
+    }
+
+  private:
+    std::optional<ReasoningSplit> reasoning_;
+    std::optional<ToolCallParser> calls_;
+};
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -284,23 +325,19 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     // A client that hangs up cancels its task (freeing its slot at the next step) whether it
     // waits in the queue, its prompt is decoded, or it is generating.
     auto client = std::make_shared<ClientConnection>(req);
-    // A chat answer's <think> block apart, as the text streams.
-    const auto split = chat && options.reasoning_format == "deepseek"
-                           ? std::make_shared<ReasoningSplit>(prompt_opens_reasoning(chat_text))
-                           : nullptr;
-    const auto calls = parse_calls ? std::make_shared<ToolCallParser>(form) : nullptr;
-    // The calls found in a piece of content, each given an id.
-    const auto take_calls = [completion](std::vector<ToolCall> found) {
-        for (ToolCall &c : found) c.id = random_id("call");
-        completion->tool_calls.insert(completion->tool_calls.end(), found.begin(), found.end());
-        return found;
-    };
+    const auto answer = std::make_shared<AnswerParts>(
+        chat && options.reasoning_format == "deepseek", prompt_opens_reasoning(chat_text),
+        parse_calls ? form : ToolCallForm::none);
     if (!request.stream) {
         for (Event e; !e.done;) {
             if (client->closed()) return task->cancel();
             if (!task->next(e, kPoll)) continue;
             if (!e.error.empty()) return send_error(res, 500, e.error);
-            completion->text += e.text;
+            const AnswerParts::Piece piece = answer->take(e.text, e.done);
+            completion->text += piece.content;
+            completion->reasoning += piece.reasoning;
+            completion->tool_calls.insert(completion->tool_calls.end(), piece.calls.begin(),
+                                          piece.calls.end());
             completion->chosen.insert(completion->chosen.end(), e.chosen.begin(), e.chosen.end());
             completion->top.insert(completion->top.end(), e.top.begin(), e.top.end());
             if (e.done) {
@@ -310,19 +347,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                 completion->n_cached = e.n_cached;
             }
         }
-        if (split != nullptr) {
-            ReasoningSplit::Parts parts = split->push(completion->text);
-            const ReasoningSplit::Parts rest = split->finish();
-            completion->reasoning = parts.reasoning + rest.reasoning;
-            completion->text = parts.content + rest.content;
-        }
-        if (calls != nullptr) {
-            ToolCallParser::Parts parts = calls->push(completion->text);
-            const ToolCallParser::Parts rest = calls->finish();
-            take_calls(std::move(parts.calls));
-            completion->text = parts.content + rest.content;
-            if (!completion->tool_calls.empty()) completion->finish_reason = "tool_calls";
-        }
+        if (!completion->tool_calls.empty()) completion->finish_reason = "tool_calls";
         return send_json(res, 200, completion_json(*completion, model->vocab()));
     }
     // Server-sent events, one per event of the task, then [DONE]. A failed write also means the
@@ -330,8 +355,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     const bool include_usage = request.include_usage;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, task, completion, client, include_usage, split, calls, take_calls](
-            size_t, httplib::DataSink &sink) {
+        [this, task, completion, client, include_usage, answer](size_t, httplib::DataSink &sink) {
             bool first = true;
             for (Event e; !e.done;) {
                 if (client->closed()) return task->cancel(), false;
@@ -341,30 +365,16 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                     sink.write(data.data(), data.size());
                     break;
                 }
-                std::string reasoning;
-                if (split != nullptr) {
-                    ReasoningSplit::Parts parts = split->push(e.text);
-                    if (e.done) {
-                        const ReasoningSplit::Parts rest = split->finish();
-                        parts.reasoning += rest.reasoning;
-                        parts.content += rest.content;
-                    }
-                    e.text = std::move(parts.content);
-                    reasoning = std::move(parts.reasoning);
-                }
-                nlohmann::json call_delta = nullptr;
-                if (calls != nullptr) {
-                    ToolCallParser::Parts parts = calls->push(e.text);
-                    if (e.done) parts.content += calls->finish().content;
-                    const size_t first_index = completion->tool_calls.size();
-                    call_delta =
-                        tool_calls_json(take_calls(std::move(parts.calls)), first_index, true);
-                    e.text = std::move(parts.content);
-                    if (e.done && !completion->tool_calls.empty()) e.finish_reason = "tool_calls";
-                }
+                AnswerParts::Piece piece = answer->take(e.text, e.done);
+                const size_t first_index = completion->tool_calls.size();
+                completion->tool_calls.insert(completion->tool_calls.end(), piece.calls.begin(),
+                                              piece.calls.end());
+                if (e.done && !completion->tool_calls.empty()) e.finish_reason = "tool_calls";
+                e.text = std::move(piece.content);
+                const nlohmann::json call_delta = tool_calls_json(piece.calls, first_index, true);
                 const std::string data = "data: " +
                                          to_text(chunk_json(*completion, e, first, model->vocab(),
-                                                            reasoning, call_delta)) +
+                                                            piece.reasoning, call_delta)) +
                                          "\n\n";
                 completion->text += e.text;
                 first = false;
