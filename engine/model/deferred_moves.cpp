@@ -24,7 +24,8 @@ constexpr uint64_t kMinPending = uint64_t(64) << 20;
 
 }  // namespace
 
-DeferredMoves::DeferredMoves(BufferType &type, std::vector<Tensor *> tensors, Release release)
+DeferredMoves::DeferredMoves(BufferType &type, std::vector<Tensor *> tensors, Release release,
+                             uint64_t pending_budget)
     : release_(std::move(release)) {
     std::vector<Tensor *> copies;
     moves_.reserve(tensors.size());
@@ -42,7 +43,8 @@ DeferredMoves::DeferredMoves(BufferType &type, std::vector<Tensor *> tensors, Re
         copies.push_back(&m.copy);
         total += m.tensor->nbytes();
     }
-    pending_budget_ = std::max(kMinPending, total / kPendingShare);
+    pending_budget_ =
+        pending_budget != 0 ? pending_budget : std::max(kMinPending, total / kPendingShare);
     buffer_ = place_tensors(type, copies);
     thread_ = std::thread([this] { copy_all(); });
 }
@@ -67,6 +69,20 @@ void DeferredMoves::copy_all() {
     uint64_t pending = 0;  // bytes copied and not yet in use
     for (size_t i = 0; i < moves_.size(); ++i) {
         const Move &m = moves_[i];
+        if (m.tensor->nbytes() > pending_budget_) {
+            // Beside the mapping a copy this big would pass the budget by itself (an F16
+            // output.weight: 8 % of a 1B model's bytes). It is copied while nothing computes,
+            // so that each chunk's mapped pages can go as soon as it is copied: the next token
+            // waits for the copy (about 40 ms per 100 MB, 250 ms where fresh pages come slowly).
+            const std::unique_lock lock(mutex_);
+            install_finished();
+            pending = 0;
+            if (!copy_rows(m, /*release_copied=*/true)) return;
+            n_copied_.store(i + 1, std::memory_order_release);
+            n_copied_.notify_all();
+            install_finished();
+            continue;
+        }
         // The copies not yet in use are resident beside the mapped bytes the computations read:
         // past a budget, wait for the computation in flight to end and put them in use.
         if (pending > 0 && pending + m.tensor->nbytes() > pending_budget_) {
@@ -74,23 +90,7 @@ void DeferredMoves::copy_all() {
             install_finished();
             pending = 0;
         }
-        const int64_t rows = m.tensor->nrows();
-        const size_t row_bytes = m.tensor->nb[1];
-        const int64_t chunk_rows = std::max<int64_t>(
-            kGroupRows, int64_t(kChunkBytes / row_bytes) / kGroupRows * kGroupRows);
-        for (int64_t r = 0; r < rows; r += chunk_rows) {
-            if (stop_.load(std::memory_order_relaxed)) return;
-            // The chunk as a 2-D tensor of its own: the layouts permute bytes within a group of
-            // rows only, so whole groups convert independently.
-            Tensor chunk = m.copy;
-            chunk.ne[1] = std::min(chunk_rows, rows - r);
-            chunk.ne[2] = chunk.ne[3] = 1;
-            chunk.nb[2] = chunk.nb[3] = row_bytes * size_t(chunk.ne[1]);
-            chunk.data = static_cast<std::byte *>(m.copy.data) + size_t(r) * row_bytes;
-            const auto *source =
-                static_cast<const std::byte *>(m.tensor->data) + size_t(r) * row_bytes;
-            buffer_->set_tensor(&chunk, source, 0, chunk.nbytes());
-        }
+        if (!copy_rows(m, /*release_copied=*/false)) return;
         pending += m.tensor->nbytes();
         n_copied_.store(i + 1, std::memory_order_release);
         n_copied_.notify_all();
@@ -105,6 +105,27 @@ void DeferredMoves::copy_all() {
     install_finished();
 }
 
+bool DeferredMoves::copy_rows(const Move &m, bool release_copied) {
+    const int64_t rows = m.tensor->nrows();
+    const size_t row_bytes = m.tensor->nb[1];
+    const int64_t chunk_rows =
+        std::max<int64_t>(kGroupRows, int64_t(kChunkBytes / row_bytes) / kGroupRows * kGroupRows);
+    for (int64_t r = 0; r < rows; r += chunk_rows) {
+        if (stop_.load(std::memory_order_relaxed)) return false;
+        // The chunk as a 2-D tensor of its own: the layouts permute bytes within a group of
+        // rows only, so whole groups convert independently.
+        Tensor chunk = m.copy;
+        chunk.ne[1] = std::min(chunk_rows, rows - r);
+        chunk.ne[2] = chunk.ne[3] = 1;
+        chunk.nb[2] = chunk.nb[3] = row_bytes * size_t(chunk.ne[1]);
+        chunk.data = static_cast<std::byte *>(m.copy.data) + size_t(r) * row_bytes;
+        const auto *source = static_cast<const std::byte *>(m.tensor->data) + size_t(r) * row_bytes;
+        buffer_->set_tensor(&chunk, source, 0, chunk.nbytes());
+        if (release_copied && release_) release_(source, chunk.nbytes());
+    }
+    return true;
+}
+
 void DeferredMoves::install_finished() {
     const size_t copied = n_copied_.load(std::memory_order_acquire);
     for (size_t i = n_installed_.load(std::memory_order_relaxed); i < copied; ++i) {
@@ -112,7 +133,8 @@ void DeferredMoves::install_finished() {
         const void *old = t->data;
         t->data = moves_[i].copy.data;
         t->buffer = moves_[i].copy.buffer;
-        if (release_) release_(old, t->nbytes());
+        // A tensor over the budget released its bytes chunk by chunk as they were copied.
+        if (release_ && t->nbytes() <= pending_budget_) release_(old, t->nbytes());
     }
     n_installed_.store(copied, std::memory_order_release);
 }

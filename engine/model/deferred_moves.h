@@ -14,7 +14,8 @@
 // long; a tensor is repointed only while nobody does. The copying begins once the first
 // computation has ended (or 100 ms after the load if none has begun), and keeps the copies not
 // yet in use within 5 % of the moved bytes, so that the file's pages and the copies are resident
-// side by side only that much.
+// side by side only that much; a tensor bigger than that is copied while nothing computes, its
+// old pages dropped chunk by chunk.
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -31,12 +32,15 @@ namespace loom::engine {
 
 class DeferredMoves {
   public:
-    // Called with a tensor's old bytes once nothing can read them any more.
+    // Called with a tensor's old bytes once nothing can read them any more (a tensor bigger
+    // than the budget: with each chunk of them as it is copied, while nothing computes).
     using Release = std::function<void(const void *data, size_t size)>;
 
     // Starts copying each of `tensors` (each with data, contiguous, rows a multiple of 16; in
-    // the order given) into one buffer of `type`.
-    DeferredMoves(BufferType &type, std::vector<Tensor *> tensors, Release release);
+    // the order given) into one buffer of `type`. `pending_budget`: the bytes of copies that may
+    // wait beside the old bytes still in use; 0 for 5 % of the moved bytes (at least 64 MiB).
+    DeferredMoves(BufferType &type, std::vector<Tensor *> tensors, Release release,
+                  uint64_t pending_budget = 0);
     // Stops the copying at the next chunk and waits for it; tensors not yet repointed keep
     // pointing at their old bytes.
     ~DeferredMoves();
@@ -57,7 +61,10 @@ class DeferredMoves {
         Tensor *tensor;
         Tensor copy;  // the tensor's record in the new buffer
     };
-    void copy_all();          // the thread
+    void copy_all();  // the thread
+    // Copies m's rows chunk by chunk, releasing each chunk's old bytes if asked; false if
+    // stopped on the way.
+    bool copy_rows(const Move &m, bool release_copied);
     void install_finished();  // with mutex_ held exclusively
     std::vector<Move> moves_;
     std::unique_ptr<Buffer> buffer_;

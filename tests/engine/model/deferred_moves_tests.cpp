@@ -33,7 +33,7 @@ struct Weights {
     std::vector<std::vector<std::byte>> bytes;  // each tensor's bytes, as the file has them
     std::vector<const void *> old_data;
     std::mutex mutex;
-    std::map<const void *, size_t> released;  // old data -> size, once each
+    std::map<const std::byte *, size_t> released;  // old bytes -> size, each range once
     int released_twice = 0;
 
     Weights() {
@@ -52,9 +52,24 @@ struct Weights {
     DeferredMoves::Release release() {
         return [this](const void *data, size_t size) {
             std::lock_guard lock(mutex);
-            released_twice += released.count(data) != 0;
-            released[data] = size;
+            const auto *begin = static_cast<const std::byte *>(data);
+            released_twice += released.count(begin) != 0;
+            released[begin] = size;
         };
+    }
+    // The bytes of tensor i released so far, -1 if two released ranges overlap in it.
+    int64_t released_bytes(size_t i) {
+        std::lock_guard lock(mutex);
+        const auto *begin = static_cast<const std::byte *>(old_data[i]);
+        const std::byte *end = begin + tensors[i]->nbytes();
+        int64_t sum = 0;
+        const std::byte *covered = begin;
+        for (auto it = released.lower_bound(begin); it != released.end() && it->first < end; ++it) {
+            if (it->first < covered) return -1;
+            covered = it->first + it->second;
+            sum += int64_t(it->second);
+        }
+        return sum;
     }
     // Each tensor at its old bytes or at a copy giving back the same bytes; how many moved.
     size_t check_consistent() {
@@ -76,9 +91,13 @@ struct Weights {
     }
 };
 
-TEST(DeferredMoves, TensorsMoveOnlyBetweenHoldsAndKeepTheirBytes) {
+// With the default budget every tensor is copied beside the computations; with a 4 MiB one the
+// 8 MiB tensor is copied while nothing computes, its old bytes released chunk by chunk.
+class DeferredMovesWithBudget : public testing::TestWithParam<uint64_t> {};
+
+TEST_P(DeferredMovesWithBudget, TensorsMoveOnlyBetweenHoldsAndKeepTheirBytes) {
     Weights w;
-    DeferredMoves moves(cpu_repack_buffer_type(), w.tensors, w.release());
+    DeferredMoves moves(cpu_repack_buffer_type(), w.tensors, w.release(), GetParam());
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (moves.n_moved() < moves.size()) {
         ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the moves never finished";
@@ -86,19 +105,23 @@ TEST(DeferredMoves, TensorsMoveOnlyBetweenHoldsAndKeepTheirBytes) {
         const size_t before = moves.n_moved();
         const size_t moved = w.check_consistent();
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        // Nothing moves while the hold lasts.
+        // Nothing moves, and no bytes in use are released, while the hold lasts.
         EXPECT_EQ(moves.n_moved(), before);
         EXPECT_EQ(w.check_consistent(), moved);
         EXPECT_EQ(moved, before);
+        for (size_t i = before; i < w.tensors.size(); ++i) {
+            EXPECT_EQ(w.released_bytes(i), 0) << "tensor " << i << " in use lost its bytes";
+        }
     }
     moves.finish();
     EXPECT_EQ(w.check_consistent(), w.tensors.size());
+    for (size_t i = 0; i < w.tensors.size(); ++i) {
+        EXPECT_EQ(w.released_bytes(i), int64_t(w.tensors[i]->nbytes())) << i;
+    }
     std::lock_guard lock(w.mutex);
     EXPECT_EQ(w.released_twice, 0);
-    ASSERT_EQ(w.released.size(), w.tensors.size());
-    for (size_t i = 0; i < w.tensors.size(); ++i) {
-        EXPECT_EQ(w.released.at(w.old_data[i]), w.tensors[i]->nbytes()) << i;
-    }
+    // The big tensor's bytes went chunk by chunk (4 MiB each) where the budget is smaller.
+    EXPECT_EQ(w.released.size(), w.tensors.size() + (GetParam() != 0 ? 1 : 0));
 }
 
 // Nobody computes: the copying starts on its own (after 100 ms) and finish() waits for it.
@@ -111,27 +134,34 @@ TEST(DeferredMoves, FinishWithoutAnyHold) {
 }
 
 // Destroyed at once (a `loom run -n 1` that ends before the moves): the thread stops at a chunk,
-// only the moved tensors were released, and the others still read their old bytes. (The moved
+// the moved tensors released their old bytes, the others still read theirs. (The moved
 // ones point into the destroyed object's memory: it goes with the model.)
-TEST(DeferredMoves, DestroyedWhileCopying) {
+TEST_P(DeferredMovesWithBudget, DestroyedWhileCopying) {
     Weights w;
     {
-        DeferredMoves moves(cpu_repack_buffer_type(), w.tensors, w.release());
+        DeferredMoves moves(cpu_repack_buffer_type(), w.tensors, w.release(), GetParam());
         { const auto hold = moves.hold(); }  // the copying may start now
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
-    size_t moved = 0;
+    // Moved tensors released all their old bytes; the others still read them, and at most
+    // one (a big one stopped mid-copy) released part of them.
+    int partly_released = 0;
     for (size_t i = 0; i < w.tensors.size(); ++i) {
         const Tensor *t = w.tensors[i];
+        const int64_t released = w.released_bytes(i);
         if (t->data != w.old_data[i]) {
-            ++moved;
+            EXPECT_EQ(released, int64_t(t->nbytes())) << i;
             continue;
         }
         EXPECT_EQ(std::memcmp(t->data, w.bytes[i].data(), t->nbytes()), 0) << i;
+        EXPECT_GE(released, 0) << i;
+        partly_released += released > 0;
     }
-    std::lock_guard lock(w.mutex);
-    EXPECT_EQ(w.released.size(), moved);
+    EXPECT_LE(partly_released, 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(Budgets, DeferredMovesWithBudget,
+                         testing::Values(uint64_t(0), uint64_t(4) << 20));
 
 TEST(DeferredMoves, RefusesTensorsWithoutWholeGroups) {
     loom::Context ctx({.mem_size = 1u << 12, .no_alloc = true});
