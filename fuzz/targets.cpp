@@ -75,7 +75,10 @@ void check_cut(const std::string &text, size_t cut, Arg arg) {
         if (a.reasoning + a_rest.reasoning != b.reasoning + b_mid.reasoning + b_rest.reasoning)
             std::abort();
     } else {
+        // finish() gives the calls of forms whose blocks end with the answer.
+        a.calls.insert(a.calls.end(), a_rest.calls.begin(), a_rest.calls.end());
         b.calls.insert(b.calls.end(), b_mid.calls.begin(), b_mid.calls.end());
+        b.calls.insert(b.calls.end(), b_rest.calls.begin(), b_rest.calls.end());
         if (a.calls.size() != b.calls.size()) std::abort();
         for (size_t i = 0; i < a.calls.size(); ++i) {
             if (a.calls[i].name != b.calls[i].name || a.calls[i].arguments != b.calls[i].arguments)
@@ -86,6 +89,14 @@ void check_cut(const std::string &text, size_t cut, Arg arg) {
 
 void request_one_input(const uint8_t *data, size_t size) {
     const std::string body(reinterpret_cast<const char *>(data), size);
+    // Each tool call form in turn, by the input's size (the body stays all JSON).
+    constexpr serve::ToolCallForm kForms[] = {
+        serve::ToolCallForm::hermes,       serve::ToolCallForm::llama3_json,
+        serve::ToolCallForm::mistral_list, serve::ToolCallForm::mistral_args,
+        serve::ToolCallForm::granite,      serve::ToolCallForm::deepseek_r1,
+        serve::ToolCallForm::deepseek_v31, serve::ToolCallForm::command_r,
+        serve::ToolCallForm::command_r7b};
+    const serve::ToolCallForm form = kForms[size % std::size(kForms)];
     for (const bool chat : {false, true}) {
         try {
             const serve::CompletionRequest r =
@@ -94,8 +105,7 @@ void request_one_input(const uint8_t *data, size_t size) {
                 engine::render_chat(engine::ChatFamily::chatml, r.messages, true);
                 serve::chat_inputs(body);
                 if (!r.tools.empty()) {
-                    serve::tool_call_grammar(serve::ToolCallForm::hermes, r.tools,
-                                             r.tool_choice_name);
+                    serve::tool_call_grammar(form, r.tools, r.tool_choice_name);
                 }
             }
         } catch (const serve::RequestError &) {
@@ -104,7 +114,7 @@ void request_one_input(const uint8_t *data, size_t size) {
     }
     const size_t cut = size == 0 ? 0 : data[0] % (size + 1);
     check_cut<serve::ReasoningSplit>(body, cut, size % 2 == 1);
-    check_cut<serve::ToolCallParser>(body, cut, serve::ToolCallForm::hermes);
+    check_cut<serve::ToolCallParser>(body, cut, form);
 }
 
 void chat_template_one_input(const uint8_t *data, size_t size) {

@@ -459,4 +459,25 @@ Grammar parse_gbnf(std::string_view text, std::string_view root) {
     return Parser(text).parse(root);
 }
 
+void embed_grammar(Grammar &outer, std::string_view rule, const Grammar &inner) {
+    const auto placeholder = std::find_if(outer.rules.begin(), outer.rules.end(),
+                                          [&](const Rule &r) { return r.name == rule; });
+    if (placeholder == outer.rules.end()) fail("grammar", "no rule '{}' to embed into", rule);
+    const auto at = size_t(placeholder - outer.rules.begin());
+    const auto offset = int32_t(outer.rules.size());
+    // Inner reaches no rule of outer, so no rule of inner reaches itself before reading a
+    // character (checked when inner was parsed); outer's placeholders sit where outer has read
+    // something already (a frame's opening text), which its callers keep true.
+    for (Rule r : inner.rules) {
+        r.name = fmt::format("{}/{}", rule, r.name);
+        for (Sequence &sequence : r.alternatives) {
+            for (Symbol &symbol : sequence) {
+                if (symbol.rule >= 0) symbol.rule += offset;
+            }
+        }
+        outer.rules.push_back(std::move(r));
+    }
+    outer.rules[at].alternatives = {Sequence{Symbol{.rule = inner.root + offset}}};
+}
+
 }  // namespace loom::engine::grammar

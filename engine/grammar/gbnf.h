@@ -60,4 +60,13 @@ struct Grammar {
 // for a grammar that references an undefined rule, lacks `root`, or is left-recursive.
 Grammar parse_gbnf(std::string_view text, std::string_view root = "root");
 
+// Makes rule `rule` of `outer` (a placeholder) stand for the sentences of `inner`: inner's rules
+// are added to outer's (their names prefixed with "<rule>/"), and the placeholder's one
+// alternative becomes inner's root. A grammar written around parts converted on their own (a
+// tool call's frame around each tool's JSON Schema) without clashes between their rule names.
+// Left recursion is checked when each is parsed, not here: no rule of outer may reach itself
+// through the placeholder before reading a character. Throws loom::Error when outer has no such
+// rule.
+void embed_grammar(Grammar &outer, std::string_view rule, const Grammar &inner);
+
 }  // namespace loom::engine::grammar

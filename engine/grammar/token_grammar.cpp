@@ -25,12 +25,15 @@ TokenGrammar::TokenGrammar(Grammar grammar, std::vector<std::string> pieces, std
       index_(pieces_, left_out(pieces_, ends_)),
       matcher_(grammar_) {}
 
-std::unique_ptr<TokenGrammar> TokenGrammar::for_vocab(Grammar grammar, const Vocab &vocab) {
+std::unique_ptr<TokenGrammar> TokenGrammar::for_vocab(Grammar grammar, const Vocab &vocab,
+                                                      std::span<const int32_t> shown_special) {
     const auto n = size_t(vocab.n_tokens());
     std::vector<std::string> pieces(n);
     std::vector<bool> ends(n);
     for (size_t id = 0; id < n; ++id) {
-        pieces[id] = vocab.token_to_piece(int32_t(id), false);
+        const bool shown =
+            std::binary_search(shown_special.begin(), shown_special.end(), int32_t(id));
+        pieces[id] = vocab.token_to_piece(int32_t(id), shown);
         ends[id] = vocab.is_eog(int32_t(id));
     }
     return std::make_unique<TokenGrammar>(std::move(grammar), std::move(pieces), std::move(ends));

@@ -4,6 +4,7 @@
 // Tokens that stand for no bytes (control tokens) never may: they would add nothing the grammar
 // could check, forever.
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,10 @@ class TokenGrammar final : public TokenConstraint {
   public:
     // pieces[id]: the bytes token id stands for; ends[id]: whether it ends generation.
     TokenGrammar(Grammar grammar, std::vector<std::string> pieces, std::vector<bool> ends);
-    // The pieces of `vocab` as generated text shows them, its end-of-generation tokens as ends.
-    static std::unique_ptr<TokenGrammar> for_vocab(Grammar grammar, const Vocab &vocab);
+    // The pieces of `vocab` as generated text shows them, its end-of-generation tokens as ends;
+    // the control tokens in `shown_special` (sorted) with their text, as the output shows them.
+    static std::unique_ptr<TokenGrammar> for_vocab(Grammar grammar, const Vocab &vocab,
+                                                   std::span<const int32_t> shown_special = {});
     TokenGrammar(const TokenGrammar &) = delete;  // the matcher points at grammar_
     TokenGrammar &operator=(const TokenGrammar &) = delete;
 

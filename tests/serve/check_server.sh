@@ -196,6 +196,13 @@ stop_server
 model="$tmp/tools.gguf" start_server --parallel 2 --ctx-size 2048
 node "$root/tests/serve/tools_test.mjs" "$url" || fail "tool calls"
 stop_server
+# ... and on Mistral Nemo's own template, in its [TOOL_CALLS] list form.
+nemo="$root/../shared/fixtures/chat-templates/mistralai-Mistral-Nemo-Instruct-2407/template.jinja"
+[ -f "$nemo" ] || fail "missing $nemo (../shared beside the repository)"
+"$loom" gguf set "$model" "$tmp/nemo.gguf" --string-file tokenizer.chat_template="$nemo"
+model="$tmp/nemo.gguf" start_server --parallel 2 --ctx-size 2048
+node "$root/tests/serve/tools_test.mjs" "$url" mistral_list || fail "tool calls, Mistral's form"
+stop_server
 
 # A thinking model's answer: a template that opens <think> in the generation prompt, the output
 # forced by a grammar. The block goes to reasoning_content and the rest to content, streamed or

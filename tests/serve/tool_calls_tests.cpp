@@ -1,13 +1,17 @@
 // Tool calls in an answer: the form each shared template teaches, the streamed parser against a
 // whole-text reference (std::regex over the answer) at every cut, and the grammar of a required
 // call, which accepts exactly calls of the right function with valid arguments.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
 
+#include "engine/chat/jinja_chat.h"
 #include "engine/grammar/matcher.h"
 #include "loom/error.h"
 #include "tools/loom/serve/tool_calls.h"
@@ -24,14 +28,31 @@ std::string shared_template(const std::string &name) {
 }
 
 TEST(ToolCalls, FormOfTheSharedTemplates) {
-    for (const char *name :
-         {"Qwen-Qwen2.5-7B-Instruct", "Qwen-Qwen3-0.6B",
-          "NousResearch-Hermes-3-Llama-3.1-8B-tool_use", "ibm-granite-granite-4.0"}) {
-        EXPECT_EQ(tool_call_form(shared_template(name)), ToolCallForm::hermes) << name;
-    }
-    for (const char *name : {"Qwen3-Coder", "GLM-4.6", "meta-llama-Llama-3.1-8B-Instruct",
-                             "mistralai-Mistral-Nemo-Instruct-2407", "openai-gpt-oss-120b"}) {
-        EXPECT_EQ(tool_call_form(shared_template(name)), ToolCallForm::none) << name;
+    const std::pair<const char *, ToolCallForm> forms[] = {
+        {"Qwen-Qwen2.5-7B-Instruct", ToolCallForm::hermes},
+        {"Qwen-Qwen3-0.6B", ToolCallForm::hermes},
+        {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", ToolCallForm::hermes},
+        {"ibm-granite-granite-4.0", ToolCallForm::hermes},
+        {"meta-llama-Llama-3.1-8B-Instruct", ToolCallForm::llama3_json},
+        {"meta-llama-Llama-3.2-3B-Instruct", ToolCallForm::llama3_json},
+        {"mistralai-Mistral-Nemo-Instruct-2407", ToolCallForm::mistral_list},
+        {"Mistral-Small-3.2-24B-Instruct-2506", ToolCallForm::mistral_args},
+        {"ibm-granite-granite-3.3-2B-Instruct", ToolCallForm::granite},
+        {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", ToolCallForm::deepseek_r1},
+        {"deepseek-ai-DeepSeek-V3.1", ToolCallForm::deepseek_v31},
+        {"CohereForAI-c4ai-command-r-plus-tool_use", ToolCallForm::command_r},
+        // Forms not read yet: Qwen3-Coder's XML, GLM's <arg_key>, gpt-oss's channels, and the
+        // templates that teach none.
+        {"Qwen3-Coder", ToolCallForm::none},
+        {"GLM-4.6", ToolCallForm::none},
+        {"openai-gpt-oss-120b", ToolCallForm::none},
+        {"google-gemma-2-2b-it", ToolCallForm::none},
+        {"microsoft-Phi-3.5-mini-instruct", ToolCallForm::none},
+    };
+    for (const auto &[name, form] : forms) {
+        EXPECT_EQ(tool_call_form_name(tool_call_form(shared_template(name))),
+                  tool_call_form_name(form))
+            << name;
     }
 }
 
@@ -62,8 +83,8 @@ Result reference(const std::string &text) {
     return out;
 }
 
-Result streamed(const std::vector<std::string> &pieces) {
-    ToolCallParser parser(ToolCallForm::hermes);
+Result streamed(const std::vector<std::string> &pieces, ToolCallForm form = ToolCallForm::hermes) {
+    ToolCallParser parser(form);
     Result out;
     auto add = [&](ToolCallParser::Parts parts) {
         out.first += parts.content;
@@ -146,6 +167,225 @@ TEST(ToolCalls, TheGrammarOfARequiredCall) {
             << e.what();
     }
     EXPECT_THROW(tool_call_grammar(ToolCallForm::none, tools, ""), Error);
+}
+
+// Every cut of `text` into two pieces gives what the whole text gives.
+void expect_any_cut_alike(const std::string &text, ToolCallForm form) {
+    const Result whole = streamed({text}, form);
+    for (size_t cut = 0; cut <= text.size(); ++cut) {
+        ASSERT_EQ(streamed({text.substr(0, cut), text.substr(cut)}, form), whole) << cut;
+    }
+}
+
+using Calls = std::vector<std::pair<std::string, std::string>>;
+
+// An assistant turn with `calls` rendered by a real template is read back as those calls: the
+// template writes calls as the model learned to, so what it writes is what the model will.
+// The turn is the text after the rendered prompt (the user's turn with the generation prompt),
+// up to where the turn ends.
+TEST(ToolCalls, CallsTheTemplatesWriteReadBack) {
+    const char *kTools = R"([{"type": "function", "function": {"name": "get_weather",
+        "description": "The weather in a city.", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string", "description": "The city."}},
+        "required": ["city"]}}}])";
+    const Calls one = {{"get_weather", R"({"city":"Paris"})"}};
+    const Calls two = {{"get_weather", R"({"city":"Paris"})"},
+                       {"get_weather", R"({"city":"Rome"})"}};
+    struct Case {
+        const char *name;
+        bool several;  // the template writes more than one call per turn
+    };
+    const Case cases[] = {
+        {"Qwen-Qwen2.5-7B-Instruct", true},
+        {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", true},
+        {"ibm-granite-granite-4.0", true},
+        {"meta-llama-Llama-3.1-8B-Instruct", false},
+        {"meta-llama-Llama-3.2-3B-Instruct", false},
+        {"mistralai-Mistral-Nemo-Instruct-2407", true},
+        {"Mistral-Small-3.2-24B-Instruct-2506", true},
+        {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", true},
+        {"deepseek-ai-DeepSeek-V3.1", true},
+        {"CohereForAI-c4ai-command-r-plus-tool_use", true},
+    };
+    const char *kTurnEnds[] = {"<|eot_id|>",
+                               "<|eom_id|>",
+                               "<|im_end|>",
+                               "<|eos|>",
+                               "<｜end▁of▁sentence｜>",
+                               "<|END_OF_TURN_TOKEN|>",
+                               "<|end_of_text|>",
+                               "<|START_OF_TURN_TOKEN|>"};
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.name);
+        const std::string source = shared_template(c.name);
+        const ToolCallForm form = tool_call_form(source);
+        const engine::JinjaChatTemplate chat(source, "<|bos|>", "<|eos|>");
+        for (const Calls *want : {&one, &two}) {
+            if (want == &two && !c.several) continue;
+            nlohmann::json calls = nlohmann::json::array();
+            for (size_t i = 0; i < want->size(); ++i) {
+                calls.push_back(
+                    {{"id", fmt::format("call{:05d}", i)},  // 9 characters: Mistral's
+                     {"type", "function"},
+                     {"function", {{"name", (*want)[i].first}, {"arguments", (*want)[i].second}}}});
+            }
+            const nlohmann::json user = {{"role", "user"}, {"content", "Weather?"}};
+            const nlohmann::json assistant = {
+                {"role", "assistant"}, {"content", ""}, {"tool_calls", calls}};
+            const auto render = [&](const nlohmann::json &messages, bool generation_prompt) {
+                return chat.render({.messages = engine::chat_messages_from_json(messages.dump()),
+                                    .tools = engine::chat_tools_from_json(kTools),
+                                    .add_generation_prompt = generation_prompt});
+            };
+            const std::string prompt = render(nlohmann::json::array({user}), true);
+            const std::string turns = render(nlohmann::json::array({user, assistant}), false);
+            size_t common = size_t(
+                std::mismatch(prompt.begin(), prompt.end(), turns.begin(), turns.end()).first -
+                prompt.begin());
+            // A generation prompt that opens more than the turn does (R1's "<think>\n"): back to
+            // the end of the last marker both share.
+            if (common < prompt.size()) common = turns.rfind('>', common - 1) + 1;
+            std::string turn = turns.substr(common);
+            for (const char *end : kTurnEnds) turn = turn.substr(0, turn.find(end));
+            // Command R+ writes its instructions after the turns, so the prompt and the turns
+            // part before the assistant's role marker.
+            if (turn.starts_with("<|CHATBOT_TOKEN|>")) turn.erase(0, 17);
+            SCOPED_TRACE(turn);
+            const Result got = streamed({turn}, form);
+            EXPECT_EQ(got.second, *want);
+            // What is left is blanks or an empty thought (DeepSeek V3.1's <think></think>).
+            std::string rest = got.first;
+            if (rest.starts_with("<think></think>")) rest.erase(0, 15);
+            EXPECT_EQ(rest.find_first_not_of(" \t\r\n"), std::string::npos) << got.first;
+            expect_any_cut_alike(turn, form);
+        }
+    }
+}
+
+// The forms whose templates write no calls (Granite 3.3 only describes its form in words) or
+// that are not among the shared templates, and the variants a model may write.
+TEST(ToolCalls, TheFormsAsModelsWriteThem) {
+    const struct {
+        ToolCallForm form;
+        std::string text, content;
+        Calls calls;
+    } cases[] = {
+        {ToolCallForm::granite,
+         R"(<|tool_call|>[{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}])",
+         "",
+         {{"a", R"({"x":1})"}, {"b", "{}"}}},
+        {ToolCallForm::command_r7b,
+         "Sure.<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"a\", \"parameters\": "
+         "{\"x\": 1}}]<|END_ACTION|>",
+         "Sure.",
+         {{"a", R"({"x":1})"}}},
+        {ToolCallForm::llama3_json,
+         R"(<|python_tag|>{"name": "a", "parameters": {"x": 1}}; {"name": "b", "arguments": {}})",
+         "",
+         {{"a", R"({"x":1})"}, {"b", "{}"}}},
+        {ToolCallForm::llama3_json,
+         "  \n{\"name\": \"a\", \"parameters\": {}}",
+         "  \n",
+         {{"a", "{}"}}},
+        // An answer that begins as JSON but is no call stays as written, as does JSON later on.
+        {ToolCallForm::llama3_json, R"({"answer": 42})", R"({"answer": 42})", {}},
+        {ToolCallForm::llama3_json,
+         R"(It is {"name": "a", "parameters": {}})",
+         R"(It is {"name": "a", "parameters": {}})",
+         {}},
+        {ToolCallForm::mistral_args,
+         R"([TOOL_CALLS]a[CALL_ID]abcdefghi[ARGS]{"x": "[ARGS]"})",
+         "",
+         {{"a", R"({"x":"[ARGS]"})"}}},
+        {ToolCallForm::mistral_args,
+         "[TOOL_CALLS]a[ARGS]{\"x\": 1} and more",
+         "[TOOL_CALLS]a[ARGS]{\"x\": 1} and more",
+         {}},
+        {ToolCallForm::mistral_list,
+         R"(I will look. [TOOL_CALLS][{"name": "a", "arguments": "{\"x\": 2}"}])",
+         "I will look. ",
+         {{"a", R"({"x":2})"}}},
+        {ToolCallForm::deepseek_r1,
+         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>a\n```json\n{}\n```"
+         "<｜tool▁call▁end｜>",  // never closed: stays text
+         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>a\n```json\n{}\n```"
+         "<｜tool▁call▁end｜>",
+         {}},
+        {ToolCallForm::command_r,
+         "Action: ```json\n[{\"tool_name\": \"a\", \"parameters\": {}}]\n```",
+         "",
+         {{"a", "{}"}}},
+    };
+    for (const auto &c : cases) {
+        SCOPED_TRACE(c.text);
+        const Result got = streamed({c.text}, c.form);
+        EXPECT_EQ(got.first, c.content);
+        EXPECT_EQ(got.second, c.calls);
+        expect_any_cut_alike(c.text, c.form);
+    }
+}
+
+// In every form, the grammar of a required call takes one call of a tool with valid arguments,
+// and what it takes the parser reads back as that call.
+TEST(ToolCalls, EachFormsGrammarWritesCallsItsParserReads) {
+    const nlohmann::json tools = nlohmann::json::parse(R"([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+        {"type": "function", "function": {"name": "now"}}])");
+    // The call as each form writes it, with the arguments' text put in.
+    const std::pair<ToolCallForm, std::string> frames[] = {
+        {ToolCallForm::hermes, "<tool_call>\n{\"name\": \"@N\", \"arguments\": @A}\n</tool_call>"},
+        {ToolCallForm::llama3_json, "{\"name\": \"@N\", \"parameters\": @A}"},
+        {ToolCallForm::mistral_list, "[TOOL_CALLS][{\"name\": \"@N\", \"arguments\": @A}]"},
+        {ToolCallForm::mistral_args, "[TOOL_CALLS]@N[ARGS]@A"},
+        {ToolCallForm::granite, "<|tool_call|>[{\"name\": \"@N\", \"arguments\": @A}]"},
+        {ToolCallForm::deepseek_r1,
+         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>@N\n```json\n@A\n```"
+         "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+        {ToolCallForm::deepseek_v31,
+         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>@N<｜tool▁sep｜>@A<｜tool▁call▁end｜>"
+         "<｜tool▁calls▁end｜>"},
+        {ToolCallForm::command_r,
+         "Action:\n```json\n[{\"tool_name\": \"@N\", \"parameters\": @A}]\n```"},
+        {ToolCallForm::command_r7b,
+         "<|START_ACTION|>[{\"tool_name\": \"@N\", \"parameters\": @A}]<|END_ACTION|>"},
+    };
+    const auto call = [](std::string frame, const std::string &name, const std::string &args) {
+        frame.replace(frame.find("@N"), 2, name);
+        frame.replace(frame.find("@A"), 2, args);
+        return frame;
+    };
+    for (const auto &[form, frame] : frames) {
+        SCOPED_TRACE(std::string(tool_call_form_name(form)));
+        const auto any = tool_call_grammar(form, tools, "");
+        const auto weather = tool_call_grammar(form, tools, "get_weather");
+        const std::string paris = call(frame, "get_weather", R"({"city": "Paris"})");
+        const std::string now = call(frame, "now", "{}");
+        EXPECT_TRUE(whole_sentence(any, paris));
+        EXPECT_TRUE(whole_sentence(any, now));
+        EXPECT_TRUE(whole_sentence(weather, paris));
+        EXPECT_FALSE(whole_sentence(weather, now));
+        EXPECT_FALSE(whole_sentence(any, call(frame, "get_weather", "{}")));
+        EXPECT_FALSE(whole_sentence(any, call(frame, "get_weather", R"({"city": 1})")));
+        EXPECT_FALSE(whole_sentence(any, "Sure. " + paris));
+        EXPECT_EQ(streamed({paris}, form), Result("", {{"get_weather", R"({"city":"Paris"})"}}));
+        EXPECT_EQ(streamed({now}, form), Result("", {{"now", "{}"}}));
+        EXPECT_FALSE(tool_call_markers(form).empty() && form != ToolCallForm::command_r);
+    }
+}
+
+// Mistral's templates refuse a call whose id is not nine letters and digits when it comes back.
+TEST(ToolCalls, IdsTheTemplatesTake) {
+    for (const ToolCallForm form : {ToolCallForm::mistral_list, ToolCallForm::mistral_args}) {
+        const std::string id = new_tool_call_id(form);
+        EXPECT_EQ(id.size(), 9u);
+        EXPECT_TRUE(std::all_of(id.begin(), id.end(), [](char c) { return std::isalnum(c); }))
+            << id;
+        EXPECT_NE(new_tool_call_id(form), id);
+    }
+    const std::string id = new_tool_call_id(ToolCallForm::hermes);
+    EXPECT_TRUE(id.starts_with("call_")) << id;
+    EXPECT_NE(new_tool_call_id(ToolCallForm::hermes), id);
 }
 
 }  // namespace

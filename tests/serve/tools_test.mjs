@@ -1,15 +1,17 @@
 // Tool calls through the official openai client, on a model whose template teaches Hermes's
-// <tool_call> form (tests/serve/hermes_tools.jinja): a required call and a named one (grammars,
+// <tool_call> form (tests/serve/hermes_tools.jinja) or Mistral's [TOOL_CALLS] list (Mistral
+// Nemo's own template, whose ids must be nine letters and digits): a required call and a named one (grammars,
 // so that even this small model writes a valid call; 600 tokens bound the longest a call's
 // grammar allows, whitespace included, at a character a token), streamed and not; the round trip
 // (the call, the tool's result, an answer); an answer that mixes text and a call; tool_choice
 // "none"; and the 400s.
-// Usage: node tools_test.mjs BASE_URL   (a server on that template already at BASE_URL)
+// Usage: node tools_test.mjs BASE_URL [hermes|mistral_list]   (a server on that template already
+// at BASE_URL)
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 import { check } from "./check.mjs";
 
-const [baseURL] = process.argv.slice(2);
+const [baseURL, form = "hermes"] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "unused", maxRetries: 0 });
 const model = "tools.gguf";
 const tools = [
@@ -78,7 +80,10 @@ await check("a round trip: the call, the tool's result, then an answer", async (
 });
 
 // The text forced by a grammar: auto parses what the model wrote, none leaves it as text.
-const mixed = 'Let me check. <tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>';
+const mixed = {
+  hermes: 'Let me check. <tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>',
+  mistral_list: 'Let me check. [TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Oslo"}}]',
+}[form];
 const forced = { grammar: `root ::= ${JSON.stringify(mixed)}` };
 await check("tool_choice auto: text and a call apart; none: all text", async () => {
   const auto = await client.chat.completions.create({

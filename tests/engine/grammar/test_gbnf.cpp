@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/grammar/gbnf.h"
+#include "engine/grammar/matcher.h"
 #include "loom/error.h"
 
 namespace loom::engine::grammar {
@@ -112,6 +113,27 @@ TEST(Gbnf, HostileSizesAreRefused) {
         error_of("root ::= " + std::string(300, '(') + "\"a\"" + std::string(300, ')') + "\n"), "");
     EXPECT_EQ(
         error_of("root ::= " + std::string(200, '(') + "\"a\"" + std::string(200, ')') + "\n"), "");
+}
+
+// Two grammars with rules of the same names, one put into the other's placeholder: the sentences
+// are the outer's with the inner's in its place, each name still meaning its own grammar's rule.
+TEST(Gbnf, EmbedKeepsEachGrammarsRules) {
+    Grammar outer = parse_gbnf("root ::= \"<\" slot item \">\"\nslot ::= \"?\"\nitem ::= \"o\"\n");
+    const Grammar inner = parse_gbnf("root ::= item item\nitem ::= [0-9]\n");
+    embed_grammar(outer, "slot", inner);
+    const auto whole = [&](const std::string &text) {
+        Matcher m(outer);
+        if (!m.allows(text)) return false;
+        m.accept(text);
+        return m.can_end();
+    };
+    EXPECT_TRUE(whole("<42o>"));
+    EXPECT_FALSE(whole("<?o>"));    // the placeholder is gone
+    EXPECT_FALSE(whole("<4o>"));    // inner's item is a digit, twice
+    EXPECT_FALSE(whole("<42oo>"));  // outer's item is one "o"
+    EXPECT_FALSE(whole("<4oo>"));
+    EXPECT_EQ(outer.rules.back().name.rfind("slot/", 0), 0u);
+    EXPECT_THROW(embed_grammar(outer, "nope", inner), Error);
 }
 
 }  // namespace

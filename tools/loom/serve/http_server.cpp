@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -64,7 +65,8 @@ constexpr auto kPoll = std::chrono::milliseconds(20);
 // where the text is cut changes no part.
 class AnswerParts {
   public:
-    AnswerParts(bool split_reasoning, bool prompt_opened_reasoning, ToolCallForm calls) {
+    AnswerParts(bool split_reasoning, bool prompt_opened_reasoning, ToolCallForm calls)
+        : form_(calls) {
         if (split_reasoning) reasoning_.emplace(prompt_opened_reasoning);
         if (calls != ToolCallForm::none) calls_.emplace(calls);
     }
@@ -87,18 +89,35 @@ class AnswerParts {
         }
         if (calls_) {
             ToolCallParser::Parts parts = calls_->push(out.content);
-            if (done) parts.content += calls_->finish().content;
+            if (done) {  // in the forms without a closing marker, the calls come now
+                ToolCallParser::Parts rest = calls_->finish();
+                parts.content += rest.content;
+                for (ToolCall &c : rest.calls) parts.calls.push_back(std::move(c));
+            }
             out.content = std::move(parts.content);
             out.calls = std::move(parts.calls);
-            for (ToolCall &c : out.calls) c.id = random_id("call");
+            for (ToolCall &c : out.calls) c.id = new_tool_call_id(form_);
         }
         return out;
     }
 
   private:
+    ToolCallForm form_;
     std::optional<ReasoningSplit> reasoning_;
     std::optional<ToolCallParser> calls_;
 };
+
+// The tokens that stand for a tool call form's markers in this vocabulary (one token whose
+// text is the marker each), sorted: the answer must show them for its calls to be found.
+std::vector<int32_t> marker_tokens(const engine::Vocab &vocab, ToolCallForm form) {
+    std::vector<int32_t> ids;
+    for (const std::string_view marker : tool_call_markers(form)) {
+        const std::vector<int32_t> t = vocab.tokenize(marker, false, true);
+        if (t.size() == 1 && vocab.token_to_piece(t[0], true) == marker) ids.push_back(t[0]);
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
 
 }  // namespace
 
@@ -293,14 +312,16 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
             throw RequestError(400, "tool_choice", e.what());
         }
     }
-    Job job{.prompt = chat ? this->chat->tokenize(model->vocab(), chat_text)
-                           : model->vocab().tokenize(request.prompt, true, true),
-            .sampling = request.sampling,
-            .max_tokens = request.max_tokens,
-            .stop = request.stop,
-            .top_logprobs = request.logprobs ? request.top_logprobs : -1,
-            .grammar = std::move(grammar),
-            .cache_prompt = request.cache_prompt};
+    Job job{
+        .prompt = chat ? this->chat->tokenize(model->vocab(), chat_text)
+                       : model->vocab().tokenize(request.prompt, true, true),
+        .sampling = request.sampling,
+        .max_tokens = request.max_tokens,
+        .stop = request.stop,
+        .top_logprobs = request.logprobs ? request.top_logprobs : -1,
+        .grammar = std::move(grammar),
+        .shown_special = parse_calls ? marker_tokens(model->vocab(), form) : std::vector<int32_t>(),
+        .cache_prompt = request.cache_prompt};
     job.sampling.logit_bias = resolve_logit_bias(request.logit_bias, model->vocab());
     if (job.prompt.empty()) throw RequestError(400, "prompt", "the prompt has no tokens");
     if (int64_t(job.prompt.size()) >= scheduler->slot_context()) {

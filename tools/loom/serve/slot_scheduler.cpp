@@ -230,9 +230,9 @@ void SlotScheduler::start_queued() {
         Slot &s = *slot;
         s.sampler = std::make_unique<engine::Sampler>(job.sampling);
         for (const int32_t t : job.prompt) s.sampler->accept(t);
-        s.grammar = job.grammar
-                        ? engine::grammar::TokenGrammar::for_vocab(*job.grammar, model_.vocab())
-                        : nullptr;
+        s.grammar = job.grammar ? engine::grammar::TokenGrammar::for_vocab(
+                                      *job.grammar, model_.vocab(), job.shown_special)
+                                : nullptr;
         s.text = TextStream(job.stop);
         // The cells of the prompt's beginning stay; at least its last token is decoded again,
         // for its logits. A sliding-window cache may have let go of what that token needs.
@@ -314,7 +314,9 @@ void SlotScheduler::after_decode(Slot &slot, std::span<const float> logits) {
     ++metrics_.generated_tokens;
     Event e;
     if (slot.job.top_logprobs >= 0) log_probabilities(logits, token, slot.job.top_logprobs, e);
-    e.text = slot.text.push(vocab.token_to_piece(token, false));
+    const bool shown =
+        std::binary_search(slot.job.shown_special.begin(), slot.job.shown_special.end(), token);
+    e.text = slot.text.push(vocab.token_to_piece(token, shown));
     if (slot.text.stopped()) {
         slot.task->push(std::move(e));
         return finish(slot, "stop");

@@ -44,6 +44,9 @@ struct Job {
     std::vector<std::string> stop;
     int top_logprobs = -1;                            // < 0: no log-probabilities
     std::optional<engine::grammar::Grammar> grammar;  // the output must follow it, when given
+    // Control tokens whose text the output shows (and the grammar reads): a tool call form's
+    // markers, which generated text otherwise leaves out. Sorted.
+    std::vector<int32_t> shown_special;
     // Decode only what follows the cells the slot already holds for the prompt's beginning
     // (llama-server's cache_prompt); false decodes the whole prompt again.
     bool cache_prompt = true;

@@ -1,93 +1,447 @@
 #include "tools/loom/serve/tool_calls.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <array>
+#include <random>
 
 #include "loom/error.h"
 #include "tools/loom/serve/text_tags.h"
 
 namespace loom::serve {
+
+using Calls = std::optional<std::vector<ToolCall>>;
+
 namespace {
 
-constexpr std::string_view kOpen = "<tool_call>";
-constexpr std::string_view kClose = "</tool_call>";
+constexpr std::string_view kBlanks = " \t\r\n";
 
-// {"name": "...", "arguments": {...}} (arguments may also come as the JSON text of an object).
-std::optional<ToolCall> parse_call(std::string_view text) {
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return std::nullopt;
-    const auto name = j.find("name");
-    const auto arguments = j.find("arguments");
+std::string_view trim(std::string_view s) {
+    const size_t b = s.find_first_not_of(kBlanks);
+    if (b == std::string_view::npos) return {};
+    return s.substr(b, s.find_last_not_of(kBlanks) - b + 1);
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+    return s.substr(0, prefix.size()) == prefix;
+}
+
+// An object's text, or an object given as the JSON text of one (as some models write
+// arguments), as compact JSON text.
+std::optional<std::string> object_text(const nlohmann::json &j) {
+    if (j.is_object()) return j.dump();
+    if (!j.is_string()) return std::nullopt;
+    const nlohmann::json parsed = nlohmann::json::parse(j.get<std::string>(), nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
+    return parsed.dump();
+}
+
+std::optional<std::string> object_text(std::string_view text) {
+    return object_text(nlohmann::json::parse(text, nullptr, false));
+}
+
+// A call written as a JSON object: a non-empty string under `name_key`, object arguments under
+// `args_key`.
+std::optional<ToolCall> call_from(const nlohmann::json &j, const char *name_key,
+                                  const char *args_key) {
+    if (!j.is_object()) return std::nullopt;
+    const auto name = j.find(name_key);
+    const auto arguments = j.find(args_key);
     if (name == j.end() || !name->is_string() || name->get<std::string>().empty() ||
         arguments == j.end()) {
         return std::nullopt;
     }
-    if (arguments->is_object()) return ToolCall{name->get<std::string>(), arguments->dump()};
-    if (!arguments->is_string()) return std::nullopt;
-    const nlohmann::json parsed =
-        nlohmann::json::parse(arguments->get<std::string>(), nullptr, false);
-    if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
-    return ToolCall{name->get<std::string>(), parsed.dump()};
+    std::optional<std::string> args = object_text(*arguments);
+    if (!args) return std::nullopt;
+    return ToolCall{name->get<std::string>(), std::move(*args)};
 }
 
-// The JSON Schema of one call of `function`: its name, and its parameters as the arguments.
-nlohmann::json call_schema(const nlohmann::json &function) {
-    const auto parameters = function.find("parameters");
-    return {{"type", "object"},
-            {"properties",
-             {{"name", {{"const", function["name"]}}},
-              {"arguments", parameters != function.end() && !parameters->is_null()
-                                ? *parameters
-                                : nlohmann::json{{"type", "object"}}}}},
-            {"required", {"name", "arguments"}}};
+// A non-empty JSON list of calls written as objects.
+Calls calls_from_list(std::string_view text, const char *name_key, const char *args_key) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_array() || j.empty()) return std::nullopt;
+    std::vector<ToolCall> calls;
+    for (const nlohmann::json &item : j) {
+        std::optional<ToolCall> call = call_from(item, name_key, args_key);
+        if (!call) return std::nullopt;
+        calls.push_back(std::move(*call));
+    }
+    return calls;
+}
+
+// JSON values one after another, apart by blanks or ';' ({...}; {...}): where each ends is found
+// by its brackets outside strings, then each is parsed whole.
+std::optional<std::vector<nlohmann::json>> json_values(std::string_view text) {
+    std::vector<nlohmann::json> values;
+    size_t i = 0;
+    for (;;) {
+        while (i < text.size() && (kBlanks.find(text[i]) != std::string_view::npos ||
+                                   (text[i] == ';' && !values.empty()))) {
+            ++i;
+        }
+        if (i == text.size()) break;
+        if (text[i] != '{' && text[i] != '[') return std::nullopt;
+        int depth = 0;
+        bool in_string = false;
+        size_t end = i;
+        for (; end < text.size(); ++end) {
+            const char c = text[end];
+            if (in_string) {
+                if (c == '\\')
+                    ++end;
+                else if (c == '"')
+                    in_string = false;
+            } else if (c == '"') {
+                in_string = true;
+            } else if (c == '{' || c == '[') {
+                ++depth;
+            } else if ((c == '}' || c == ']') && --depth == 0) {
+                break;
+            }
+        }
+        if (end >= text.size()) return std::nullopt;
+        nlohmann::json j = nlohmann::json::parse(text.substr(i, end + 1 - i), nullptr, false);
+        if (j.is_discarded()) return std::nullopt;
+        values.push_back(std::move(j));
+        i = end + 1;
+    }
+    if (values.empty()) return std::nullopt;
+    return values;
+}
+
+// Text between a ```json (or ```) fence and its closing ```, or the text itself unfenced.
+std::string_view unfenced(std::string_view text) {
+    text = trim(text);
+    if (!starts_with(text, "```")) return text;
+    text.remove_prefix(3);
+    if (starts_with(text, "json")) text.remove_prefix(4);
+    if (text.size() >= 3 && text.substr(text.size() - 3) == "```") text.remove_suffix(3);
+    return trim(text);
+}
+
+// The body parsers: a block's text (between its opening and closing markers) to its calls.
+
+Calls parse_hermes(std::string_view body) {
+    std::optional<ToolCall> call =
+        call_from(nlohmann::json::parse(body, nullptr, false), "name", "arguments");
+    if (!call) return std::nullopt;
+    return std::vector<ToolCall>{std::move(*call)};
+}
+
+Calls parse_llama3(std::string_view body) {
+    const auto values = json_values(body);
+    if (!values) return std::nullopt;
+    std::vector<ToolCall> calls;
+    for (const nlohmann::json &j : *values) {
+        std::optional<ToolCall> call = call_from(j, "name", "parameters");
+        if (!call) call = call_from(j, "name", "arguments");
+        if (!call) return std::nullopt;
+        calls.push_back(std::move(*call));
+    }
+    return calls;
+}
+
+Calls parse_name_arguments_list(std::string_view body) {
+    return calls_from_list(body, "name", "arguments");
+}
+
+Calls parse_command_r(std::string_view body) {
+    return calls_from_list(unfenced(body), "tool_name", "parameters");
+}
+
+Calls parse_command_r7b(std::string_view body) {
+    return calls_from_list(body, "tool_name", "parameters");
+}
+
+// get_weather[ARGS]{...}[TOOL_CALLS]other[CALL_ID]abcdefghi[ARGS]{...}
+Calls parse_mistral_args(std::string_view body) {
+    constexpr std::string_view kNext = "[TOOL_CALLS]", kArgs = "[ARGS]", kId = "[CALL_ID]";
+    std::vector<ToolCall> calls;
+    for (;;) {
+        const size_t next = body.find(kNext);
+        const std::string_view call = body.substr(0, next);
+        const size_t args = call.find(kArgs);
+        if (args == std::string_view::npos) return std::nullopt;
+        std::string_view name = call.substr(0, args);
+        name = trim(name.substr(0, name.find(kId)));
+        std::optional<std::string> arguments = object_text(call.substr(args + kArgs.size()));
+        if (name.empty() || !arguments) return std::nullopt;
+        calls.push_back(ToolCall{std::string(name), std::move(*arguments)});
+        if (next == std::string_view::npos) return calls;
+        body.remove_prefix(next + kNext.size());
+    }
+}
+
+// Per call <｜tool▁call▁begin｜>LEFT<｜tool▁sep｜>RIGHT<｜tool▁call▁end｜>; R1 writes the type as
+// LEFT and "name\n```json\n{...}\n```" as RIGHT, V3.1 the name and the arguments.
+Calls parse_deepseek(std::string_view body, bool r1) {
+    constexpr std::string_view kBegin = "<｜tool▁call▁begin｜>", kSep = "<｜tool▁sep｜>",
+                               kEnd = "<｜tool▁call▁end｜>";
+    std::vector<ToolCall> calls;
+    for (body = trim(body); !body.empty(); body = trim(body)) {
+        if (!starts_with(body, kBegin)) return std::nullopt;
+        body.remove_prefix(kBegin.size());
+        const size_t end = body.find(kEnd);
+        if (end == std::string_view::npos) return std::nullopt;
+        const std::string_view call = body.substr(0, end);
+        body.remove_prefix(end + kEnd.size());
+        const size_t sep = call.find(kSep);
+        if (sep == std::string_view::npos) return std::nullopt;
+        std::string_view name = trim(call.substr(0, sep));
+        std::string_view arguments = call.substr(sep + kSep.size());
+        if (r1) {
+            const size_t line = arguments.find('\n');
+            if (line == std::string_view::npos) return std::nullopt;
+            name = trim(arguments.substr(0, line));
+            arguments = unfenced(arguments.substr(line + 1));
+        }
+        std::optional<std::string> args = object_text(arguments);
+        if (name.empty() || !args) return std::nullopt;
+        calls.push_back(ToolCall{std::string(name), std::move(*args)});
+    }
+    if (calls.empty()) return std::nullopt;
+    return calls;
+}
+
+Calls parse_deepseek_r1(std::string_view body) {
+    return parse_deepseek(body, true);
+}
+Calls parse_deepseek_v31(std::string_view body) {
+    return parse_deepseek(body, false);
+}
+
+constexpr std::array<std::string_view, 2> kHermesMarkers{"<tool_call>", "</tool_call>"};
+constexpr std::array<std::string_view, 1> kLlama3Markers{"<|python_tag|>"};
+constexpr std::array<std::string_view, 1> kMistralListMarkers{"[TOOL_CALLS]"};
+constexpr std::array<std::string_view, 3> kMistralArgsMarkers{"[TOOL_CALLS]", "[ARGS]",
+                                                              "[CALL_ID]"};
+constexpr std::array<std::string_view, 1> kGraniteMarkers{"<|tool_call|>"};
+constexpr std::array<std::string_view, 5> kDeepseekMarkers{
+    "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
+    "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"};
+constexpr std::array<std::string_view, 2> kCommandR7bMarkers{"<|START_ACTION|>", "<|END_ACTION|>"};
+
+}  // namespace
+
+struct ToolCallSyntax {
+    ToolCallForm form;
+    std::string_view name;
+    std::string_view open;           // begins a block (not part of its body)
+    std::string_view open_at_start;  // also begins one as the answer's first non-blank text,
+                                     // and is the body's beginning (Llama 3's "{")
+    std::string_view close;          // ends it; empty: the answer's end does
+    Calls (*parse)(std::string_view body);
+    // One call as the grammar writes it: call_prefix with NAME replaced by the function's name
+    // (JSON-escaped), the arguments, call_suffix.
+    std::string_view call_prefix;
+    std::string_view call_suffix;
+    std::span<const std::string_view> markers;
+};
+
+namespace {
+
+using Syntax = ToolCallSyntax;
+
+const std::array<Syntax, 9> kSyntaxes{{
+    {ToolCallForm::hermes, "hermes", "<tool_call>", "", "</tool_call>", parse_hermes,
+     "<tool_call>\n{\"name\": \"NAME\", \"arguments\": ", "}\n</tool_call>", kHermesMarkers},
+    {ToolCallForm::llama3_json, "llama3_json", "<|python_tag|>", "{", "", parse_llama3,
+     "{\"name\": \"NAME\", \"parameters\": ", "}", kLlama3Markers},
+    {ToolCallForm::mistral_list, "mistral_list", "[TOOL_CALLS]", "", "", parse_name_arguments_list,
+     "[TOOL_CALLS][{\"name\": \"NAME\", \"arguments\": ", "}]", kMistralListMarkers},
+    {ToolCallForm::mistral_args, "mistral_args", "[TOOL_CALLS]", "", "", parse_mistral_args,
+     "[TOOL_CALLS]NAME[ARGS]", "", kMistralArgsMarkers},
+    {ToolCallForm::granite, "granite", "<|tool_call|>", "", "", parse_name_arguments_list,
+     "<|tool_call|>[{\"name\": \"NAME\", \"arguments\": ", "}]", kGraniteMarkers},
+    {ToolCallForm::deepseek_r1, "deepseek_r1", "<｜tool▁calls▁begin｜>", "", "<｜tool▁calls▁end｜>",
+     parse_deepseek_r1,
+     "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n",
+     "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>", kDeepseekMarkers},
+    {ToolCallForm::deepseek_v31, "deepseek_v31", "<｜tool▁calls▁begin｜>", "",
+     "<｜tool▁calls▁end｜>", parse_deepseek_v31,
+     "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>",
+     "<｜tool▁call▁end｜><｜tool▁calls▁end｜>", kDeepseekMarkers},
+    {ToolCallForm::command_r,
+     "command_r",
+     "Action:",
+     "",
+     "",
+     parse_command_r,
+     "Action:\n```json\n[{\"tool_name\": \"NAME\", \"parameters\": ",
+     "}]\n```",
+     {}},
+    {ToolCallForm::command_r7b, "command_r7b", "<|START_ACTION|>", "", "<|END_ACTION|>",
+     parse_command_r7b, "<|START_ACTION|>[{\"tool_name\": \"NAME\", \"parameters\": ",
+     "}]<|END_ACTION|>", kCommandR7bMarkers},
+}};
+
+const Syntax *syntax_of(ToolCallForm form) {
+    for (const Syntax &s : kSyntaxes) {
+        if (s.form == form) return &s;
+    }
+    return nullptr;
+}
+
+// A GBNF string literal of `text`.
+std::string gbnf_literal(std::string_view text) {
+    std::string out = "\"";
+    for (const char c : text) {
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                out += c;
+        }
+    }
+    return out + "\"";
+}
+
+std::string with_name(std::string_view frame, const std::string &name) {
+    std::string out(frame);
+    const std::string quoted = nlohmann::json(name).dump();
+    const size_t at = out.find("NAME");
+    if (at != std::string::npos) out.replace(at, 4, quoted.substr(1, quoted.size() - 2));
+    return out;
 }
 
 }  // namespace
 
-ToolCallForm tool_call_form(std::string_view template_source) {
-    const bool hermes = template_source.find(kOpen) != std::string_view::npos &&
-                        template_source.find("<function-name>") != std::string_view::npos;
-    return hermes ? ToolCallForm::hermes : ToolCallForm::none;
+ToolCallForm tool_call_form(std::string_view source) {
+    const auto has = [&](std::string_view s) { return source.find(s) != std::string_view::npos; };
+    // The checks go from the most particular marker to the least: Hermes-style templates of
+    // Llama 3 fine-tunes also hold Llama's headers, and "<tool_call>" is inside "<|tool_call|>"
+    // only with the bars.
+    if (has("<｜tool▁calls▁begin｜>")) {
+        return has("['name'] + '<｜tool▁sep｜>'") ? ToolCallForm::deepseek_v31
+                                                  : ToolCallForm::deepseek_r1;
+    }
+    if (has("[TOOL_CALLS]")) {
+        return has("[ARGS]") ? ToolCallForm::mistral_args : ToolCallForm::mistral_list;
+    }
+    if (has("<|START_ACTION|>")) return ToolCallForm::command_r7b;
+    // Qwen3-Coder's <function=...> and GLM's <arg_key> use the same tags for other forms: only
+    // the JSON one names the placeholder "<function-name>".
+    if (has("<tool_call>") && has("<function-name>")) return ToolCallForm::hermes;
+    if (has("<|tool_call|>")) return ToolCallForm::granite;
+    if (has("Action:") && has("\"tool_name\"")) return ToolCallForm::command_r;
+    if (has("<|start_header_id|>ipython<|end_header_id|>")) return ToolCallForm::llama3_json;
+    return ToolCallForm::none;
+}
+
+std::string_view tool_call_form_name(ToolCallForm form) {
+    const Syntax *s = syntax_of(form);
+    return s != nullptr ? s->name : "none";
+}
+
+std::span<const std::string_view> tool_call_markers(ToolCallForm form) {
+    const Syntax *s = syntax_of(form);
+    return s != nullptr ? s->markers : std::span<const std::string_view>();
+}
+
+ToolCallParser::ToolCallParser(ToolCallForm form) : syntax_(syntax_of(form)) {}
+
+ToolCallParser::Parts ToolCallParser::take_block(std::string_view block) const {
+    Parts out;
+    if (Calls calls = syntax_->parse(block)) {
+        out.calls = std::move(*calls);
+    } else {
+        out.content = opened_with_ + std::string(block);
+    }
+    return out;
 }
 
 ToolCallParser::Parts ToolCallParser::push(std::string_view text) {
     Parts out;
-    if (form_ == ToolCallForm::none) {
+    if (syntax_ == nullptr) {
         out.content = text;
         return out;
     }
+    const auto add = [&](Parts parts) {
+        out.content += parts.content;
+        for (ToolCall &c : parts.calls) out.calls.push_back(std::move(c));
+    };
     held_ += text;
     for (;;) {
-        if (!in_call_) {
-            const size_t open = held_.find(kOpen);
-            if (open == std::string::npos) {
-                const size_t keep = partial_tag_at_end(held_, kOpen);
-                out.content += held_.substr(0, held_.size() - keep);
-                held_.erase(0, held_.size() - keep);
-                return out;
-            }
-            out.content += held_.substr(0, open);
-            held_.erase(0, open + kOpen.size());
-            in_call_ = true;
+        if (in_block_) {
+            if (syntax_->close.empty()) return out;  // held to the answer's end
+            const size_t close = held_.find(syntax_->close);
+            if (close == std::string::npos) return out;  // the block is still being written
+            Parts block = take_block(std::string_view(held_).substr(0, close));
+            if (!block.content.empty()) block.content += syntax_->close;
+            add(std::move(block));
+            held_.erase(0, close + syntax_->close.size());
+            in_block_ = false;
             continue;
         }
-        const size_t close = held_.find(kClose);
-        if (close == std::string::npos) return out;  // the block is still being written
-        if (std::optional<ToolCall> call = parse_call(std::string_view(held_).substr(0, close))) {
-            out.calls.push_back(std::move(*call));
-        } else {
-            out.content += std::string(kOpen) + held_.substr(0, close + kClose.size());
+        if (at_start_ && !syntax_->open_at_start.empty()) {
+            const size_t first = held_.find_first_not_of(kBlanks);
+            if (first == std::string::npos) return out;  // blanks so far: the next piece tells
+            const std::string_view rest = std::string_view(held_).substr(first);
+            if (starts_with(rest, syntax_->open_at_start)) {
+                out.content += held_.substr(0, first);
+                held_.erase(0, first);
+                in_block_ = true;
+                opened_with_.clear();
+                at_start_ = false;
+                continue;
+            }
+            if (starts_with(syntax_->open_at_start, rest)) return out;
+            at_start_ = false;
         }
-        held_.erase(0, close + kClose.size());
-        in_call_ = false;
+        const size_t open = held_.find(syntax_->open);
+        if (open == std::string::npos) {
+            const size_t keep = partial_tag_at_end(held_, syntax_->open);
+            out.content += held_.substr(0, held_.size() - keep);
+            held_.erase(0, held_.size() - keep);
+            if (held_.find_first_not_of(kBlanks) != std::string::npos ||
+                out.content.find_first_not_of(kBlanks) != std::string::npos) {
+                at_start_ = false;
+            }
+            return out;
+        }
+        out.content += held_.substr(0, open);
+        held_.erase(0, open + syntax_->open.size());
+        in_block_ = true;
+        opened_with_ = syntax_->open;
+        at_start_ = false;
     }
 }
 
 ToolCallParser::Parts ToolCallParser::finish() {
     Parts out;
-    out.content = (in_call_ ? std::string(kOpen) : std::string()) + held_;
+    if (in_block_ && syntax_->close.empty()) {
+        out = take_block(held_);
+    } else {
+        out.content = (in_block_ ? opened_with_ : std::string()) + held_;
+    }
     held_.clear();
-    in_call_ = false;
+    in_block_ = false;
     return out;
+}
+
+std::string new_tool_call_id(ToolCallForm form) {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    if (form == ToolCallForm::mistral_list || form == ToolCallForm::mistral_args) {
+        constexpr std::string_view kAlphabet =
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        std::string id(9, ' ');
+        for (char &c : id) c = kAlphabet[rng() % kAlphabet.size()];
+        return id;
+    }
+    return fmt::format("call_{:016x}", rng());
 }
 
 nlohmann::json tool_calls_json(const std::vector<ToolCall> &calls, size_t first_index,
@@ -106,34 +460,45 @@ nlohmann::json tool_calls_json(const std::vector<ToolCall> &calls, size_t first_
 
 engine::grammar::Grammar tool_call_grammar(ToolCallForm form, const nlohmann::json &tools,
                                            const std::string &name) {
-    if (form != ToolCallForm::hermes) {
+    const Syntax *syntax = syntax_of(form);
+    if (syntax == nullptr) {
         fail("tools",
-             "the model's chat template teaches no tool call form Loom knows (Hermes's "
-             "<tool_call> JSON), so tool_choice cannot require a call");
+             "the model's chat template teaches no tool call form Loom knows, so tool_choice "
+             "cannot require a call");
     }
-    nlohmann::json any = nlohmann::json::array();
+    // One alternative per tool: its frame around a placeholder rule args-<i>, which then becomes
+    // the grammar of the tool's parameters, converted on its own.
+    std::vector<std::string> alternatives;
+    std::vector<engine::grammar::Grammar> arguments;
     for (size_t i = 0; i < tools.size(); ++i) {
         const nlohmann::json &function = tools[i]["function"];
-        if (!name.empty() && function["name"] != name) continue;
-        const nlohmann::json schema = call_schema(function);
-        try {  // each alone first, so that a refusal names its tool
-            engine::grammar::json_schema_to_gbnf(schema.dump());
+        const std::string function_name = function["name"].get<std::string>();
+        if (!name.empty() && function_name != name) continue;
+        const auto parameters = function.find("parameters");
+        const nlohmann::json schema = parameters != function.end() && !parameters->is_null()
+                                          ? *parameters
+                                          : nlohmann::json{{"type", "object"}};
+        try {
+            arguments.push_back(
+                engine::grammar::parse_gbnf(engine::grammar::json_schema_to_gbnf(schema.dump())));
         } catch (const Error &e) {
             fail("tools", "tools[{}].function.parameters: {}", i, e.what());
         }
-        any.push_back(schema);
+        alternatives.push_back(fmt::format(
+            "{} args-{} {}", gbnf_literal(with_name(syntax->call_prefix, function_name)),
+            arguments.size() - 1,
+            syntax->call_suffix.empty() ? "" : gbnf_literal(syntax->call_suffix)));
     }
-    if (any.empty()) fail("tools", "tool_choice names '{}', which is not among the tools", name);
-    const nlohmann::json schema = any.size() == 1 ? any[0] : nlohmann::json{{"anyOf", any}};
-    // The schema's grammar starts at `root`; the block wraps it under a start rule of its own.
-    const std::string gbnf = engine::grammar::json_schema_to_gbnf(schema.dump());
-    constexpr std::string_view kStart = "tool-call-block";
-    if (gbnf.find(fmt::format("\n{} ::=", kStart)) != std::string::npos) {
-        fail("tools", "a tool's schema gives a rule named {}", kStart);
+    if (arguments.empty()) {
+        fail("tools", "tool_choice names '{}', which is not among the tools", name);
     }
-    return engine::grammar::parse_gbnf(
-        fmt::format("{} ::= \"<tool_call>\\n\" root \"\\n</tool_call>\"\n{}", kStart, gbnf),
-        kStart);
+    std::string frame = fmt::format("tool-call ::= {}\n", fmt::join(alternatives, " | "));
+    for (size_t i = 0; i < arguments.size(); ++i) frame += fmt::format("args-{} ::= \"{{\"\n", i);
+    engine::grammar::Grammar grammar = engine::grammar::parse_gbnf(frame, "tool-call");
+    for (size_t i = 0; i < arguments.size(); ++i) {
+        engine::grammar::embed_grammar(grammar, fmt::format("args-{}", i), arguments[i]);
+    }
+    return grammar;
 }
 
 }  // namespace loom::serve

@@ -2,16 +2,29 @@
 // Tool calls in a chat answer: found in the text the model writes, in the form its template
 // teaches it, and returned as OpenAI's message.tool_calls (delta.tool_calls when streamed).
 //
-// One form so far, Hermes's (NousResearch Hermes, Qwen 2.5 and 3, Granite 4): each call is a JSON
-// object {"name": ..., "arguments": {...}} between <tool_call> and </tool_call>. A template
-// teaches it when it holds "<tool_call>" and the placeholder "<function-name>"; templates with
-// other forms inside the same tags (Qwen3-Coder's <function=...>, GLM's <arg_key>) do not.
+// The forms (what a template teaches is read from its source, tool_call_form):
+//   hermes        <tool_call>{"name": N, "arguments": {...}}</tool_call>, once per call (Hermes,
+//                 Qwen 2.5 / 3, Granite 4)
+//   llama3_json   {"name": N, "parameters": {...}} as the whole answer, or after <|python_tag|>
+//                 (Llama 3.1 / 3.2 / 3.3)
+//   mistral_list  [TOOL_CALLS][{"name": N, "arguments": {...}}, ...] (Mistral Nemo, Small 3.1)
+//   mistral_args  [TOOL_CALLS]N[ARGS]{...}, once per call ([CALL_ID]id may sit before [ARGS])
+//                 (Mistral Small 3.2, Magistral, Devstral)
+//   granite       <|tool_call|>[{"name": N, "arguments": {...}}, ...] (Granite 3.x)
+//   deepseek_r1   <｜tool▁calls▁begin｜> then per call <｜tool▁call▁begin｜>function<｜tool▁sep｜>N
+//                 ```json {...} ```<｜tool▁call▁end｜>, then <｜tool▁calls▁end｜> (DeepSeek R1, V3)
+//   deepseek_v31  the same with <｜tool▁call▁begin｜>N<｜tool▁sep｜>{...}<｜tool▁call▁end｜>
+//   command_r     Action: ```json [{"tool_name": N, "parameters": {...}}, ...] ``` (Command R+)
+//   command_r7b   <|START_ACTION|>[{"tool_name": N, "parameters": {...}}, ...]<|END_ACTION|>
+// Their markers are special tokens in most of these vocabularies, which generated text shows
+// only when asked: tool_call_markers lists them so that the server renders those tokens.
 //
 // tool_choice "required" or a named function constrain the answer with a grammar (one call of
-// one of the tools, its arguments valid under the tool's JSON Schema), so that even a small model
-// writes a call that parses.
+// one of the tools in the form, its arguments valid under the tool's JSON Schema), so that even a
+// small model writes a call that parses.
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,10 +33,24 @@
 
 namespace loom::serve {
 
-enum class ToolCallForm { none, hermes };
+enum class ToolCallForm {
+    none,
+    hermes,
+    llama3_json,
+    mistral_list,
+    mistral_args,
+    granite,
+    deepseek_r1,
+    deepseek_v31,
+    command_r,
+    command_r7b,
+};
 
 // The form a chat template teaches (ToolCallForm::none: the answer is left as text).
 ToolCallForm tool_call_form(std::string_view template_source);
+std::string_view tool_call_form_name(ToolCallForm form);
+// The texts of the special tokens a form writes; generated text must show them to be parsed.
+std::span<const std::string_view> tool_call_markers(ToolCallForm form);
 
 struct ToolCall {
     std::string name;
@@ -31,17 +58,24 @@ struct ToolCall {
     std::string id;         // given by the server ("call_...")
 };
 
+// A new call's id: "call_" and 16 hex digits, or for the Mistral forms nine letters and digits
+// (their templates refuse any other id when the call comes back in the next request).
+std::string new_tool_call_id(ToolCallForm form);
+
 // OpenAI's message.tool_calls / delta.tool_calls entries; `first_index` numbers them in a stream.
 nlohmann::json tool_calls_json(const std::vector<ToolCall> &calls, size_t first_index,
                                bool with_index);
 
-// Splits streamed answer text into content and calls. A piece that may begin a tag is held back
-// until the next tells; a call block is held until it closes. A block whose JSON is not a call
-// (not an object with a string "name" and object "arguments") stays in the content as written,
-// as does one never closed.
+struct ToolCallSyntax;  // how a form writes its calls (tool_calls.cpp)
+
+// Splits streamed answer text into content and calls. A piece that may begin a form's opening
+// is held back until the next tells; calls are held until their block closes (in the forms
+// without a closing marker, until the answer ends). A block that holds no calls as the form
+// writes them (a name and object arguments) stays in the content as written, as does one never
+// closed.
 class ToolCallParser {
   public:
-    explicit ToolCallParser(ToolCallForm form) : form_(form) {}
+    explicit ToolCallParser(ToolCallForm form);
 
     struct Parts {
         std::string content;
@@ -51,15 +85,18 @@ class ToolCallParser {
     Parts finish();
 
   private:
-    ToolCallForm form_;
-    bool in_call_ = false;
+    Parts take_block(std::string_view block) const;
+    const ToolCallSyntax *syntax_;  // null: no form, all is content
+    bool at_start_ = true;          // nothing but blanks shown so far
+    bool in_block_ = false;         // held_ is a block, opened with opened_with_
+    std::string opened_with_;
     std::string held_;
 };
 
 // The grammar for tool_choice "required" (`name` empty: any of the tools) or one named function,
 // in `form`: one call block whose JSON names the function and whose arguments follow its
 // `parameters` schema (an object when it has none). `tools` is the request's checked list.
-// loom::Error for a schema the converter refuses, naming the tool.
+// loom::Error for a form without calls, or a schema the converter refuses, naming the tool.
 engine::grammar::Grammar tool_call_grammar(ToolCallForm form, const nlohmann::json &tools,
                                            const std::string &name);
 
