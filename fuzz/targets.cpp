@@ -15,6 +15,7 @@
 #include "engine/jinja/template.h"
 #include "loom/error.h"
 #include "loom/gguf.h"
+#include "tools/loom/serve/harmony.h"
 #include "tools/loom/serve/reasoning.h"
 #include "tools/loom/serve/request.h"
 #include "tools/loom/serve/tool_calls.h"
@@ -71,10 +72,11 @@ void check_cut(const std::string &text, size_t cut, Arg arg) {
     const auto b_mid = halves.push(std::string_view(text).substr(cut));
     const auto b_rest = halves.finish();
     if (a.content + a_rest.content != b.content + b_mid.content + b_rest.content) std::abort();
-    if constexpr (std::is_same_v<Parser, serve::ReasoningSplit>) {
+    if constexpr (requires { a.reasoning; }) {
         if (a.reasoning + a_rest.reasoning != b.reasoning + b_mid.reasoning + b_rest.reasoning)
             std::abort();
-    } else {
+    }
+    if constexpr (requires { a.calls; }) {
         // finish() gives the calls of forms whose blocks end with the answer.
         a.calls.insert(a.calls.end(), a_rest.calls.begin(), a_rest.calls.end());
         b.calls.insert(b.calls.end(), b_mid.calls.begin(), b_mid.calls.end());
@@ -95,7 +97,7 @@ void request_one_input(const uint8_t *data, size_t size) {
         serve::ToolCallForm::mistral_list, serve::ToolCallForm::mistral_args,
         serve::ToolCallForm::granite,      serve::ToolCallForm::deepseek_r1,
         serve::ToolCallForm::deepseek_v31, serve::ToolCallForm::command_r,
-        serve::ToolCallForm::command_r7b};
+        serve::ToolCallForm::command_r7b,  serve::ToolCallForm::harmony};
     const serve::ToolCallForm form = kForms[size % std::size(kForms)];
     for (const bool chat : {false, true}) {
         try {
@@ -114,7 +116,11 @@ void request_one_input(const uint8_t *data, size_t size) {
     }
     const size_t cut = size == 0 ? 0 : data[0] % (size + 1);
     check_cut<serve::ReasoningSplit>(body, cut, size % 2 == 1);
-    check_cut<serve::ToolCallParser>(body, cut, form);
+    if (form == serve::ToolCallForm::harmony) {
+        check_cut<serve::HarmonyParser>(body, cut, size % 4 < 2);
+    } else {
+        check_cut<serve::ToolCallParser>(body, cut, form);
+    }
 }
 
 void chat_template_one_input(const uint8_t *data, size_t size) {

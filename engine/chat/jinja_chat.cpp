@@ -1,5 +1,7 @@
 #include "engine/chat/jinja_chat.h"
 
+#include <optional>
+
 #include "engine/jinja/builtins.h"
 #include "engine/jinja/json.h"
 #include "loom/error.h"
@@ -12,16 +14,53 @@ JinjaChatTemplate::JinjaChatTemplate(std::string_view source, std::string bos_to
                                      std::string eos_token)
     : template_(source), bos_token_(std::move(bos_token)), eos_token_(std::move(eos_token)) {}
 
+namespace {
+
+// The messages with every null "content" made "" (null when there is none), or none if no
+// message has a null content.
+std::optional<Value> with_empty_contents(const Value &messages) {
+    if (!messages.is_list()) return std::nullopt;
+    bool changed = false;
+    std::vector<Value> out;
+    for (const Value &message : messages.items()) {
+        const Value *content = message.is_dict() ? message.dict().find("content") : nullptr;
+        if (content == nullptr || !content->is_none()) {
+            out.push_back(message);
+            continue;
+        }
+        jinja::Dict new_message = message.dict();
+        new_message.set(Value("content"), Value(std::string()));
+        out.push_back(Value::dict(std::move(new_message)));
+        changed = true;
+    }
+    if (!changed) return std::nullopt;
+    return Value::list(std::move(out));
+}
+
+}  // namespace
+
 std::string JinjaChatTemplate::render(const ChatRender &chat) const {
-    return template_.render({
-        {"messages", chat.messages},
-        {"tools", chat.tools},
-        {"add_generation_prompt", Value(chat.add_generation_prompt)},
-        {"bos_token", Value(bos_token_)},
-        {"eos_token", Value(eos_token_)},
-        {"raise_exception", jinja::raise_exception_function()},
-        {"strftime_now", jinja::strftime_now_function(chat.now)},
-    });
+    const auto render_with = [&](const Value &messages) {
+        return template_.render({
+            {"messages", messages},
+            {"tools", chat.tools},
+            {"add_generation_prompt", Value(chat.add_generation_prompt)},
+            {"bos_token", Value(bos_token_)},
+            {"eos_token", Value(eos_token_)},
+            {"raise_exception", jinja::raise_exception_function()},
+            {"strftime_now", jinja::strftime_now_function(chat.now)},
+        });
+    };
+    try {
+        return render_with(chat.messages);
+    } catch (const jinja::TemplateError &) {
+        // OpenAI's clients send an assistant turn that made tool calls back with "content":
+        // null, which some templates cannot take (gpt-oss's tests `"..." in message.content`);
+        // as llama.cpp does, such a template gets "" instead. Other failures fail again.
+        const std::optional<Value> retry = with_empty_contents(chat.messages);
+        if (!retry) throw;
+        return render_with(*retry);
+    }
 }
 
 namespace {

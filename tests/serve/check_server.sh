@@ -203,6 +203,13 @@ nemo="$root/../shared/fixtures/chat-templates/mistralai-Mistral-Nemo-Instruct-24
 model="$tmp/nemo.gguf" start_server --parallel 2 --ctx-size 2048
 node "$root/tests/serve/tools_test.mjs" "$url" mistral_list || fail "tool calls, Mistral's form"
 stop_server
+# ... and on gpt-oss's own template, in its harmony channels.
+oss="$root/../shared/fixtures/chat-templates/openai-gpt-oss-120b/template.jinja"
+[ -f "$oss" ] || fail "missing $oss (../shared beside the repository)"
+"$loom" gguf set "$model" "$tmp/oss.gguf" --string-file tokenizer.chat_template="$oss"
+model="$tmp/oss.gguf" start_server --parallel 2 --ctx-size 2048
+node "$root/tests/serve/tools_test.mjs" "$url" harmony || fail "tool calls, gpt-oss's form"
+stop_server
 
 # A thinking model's answer: a template that opens <think> in the generation prompt, the output
 # forced by a grammar. The block goes to reasoning_content and the rest to content, streamed or

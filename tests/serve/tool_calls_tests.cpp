@@ -41,11 +41,10 @@ TEST(ToolCalls, FormOfTheSharedTemplates) {
         {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", ToolCallForm::deepseek_r1},
         {"deepseek-ai-DeepSeek-V3.1", ToolCallForm::deepseek_v31},
         {"CohereForAI-c4ai-command-r-plus-tool_use", ToolCallForm::command_r},
-        // Forms not read yet: Qwen3-Coder's XML, GLM's <arg_key>, gpt-oss's channels, and the
-        // templates that teach none.
+        {"openai-gpt-oss-120b", ToolCallForm::harmony},
+        // Forms not read yet: Qwen3-Coder's XML, GLM's <arg_key>; and templates that teach none.
         {"Qwen3-Coder", ToolCallForm::none},
         {"GLM-4.6", ToolCallForm::none},
-        {"openai-gpt-oss-120b", ToolCallForm::none},
         {"google-gemma-2-2b-it", ToolCallForm::none},
         {"microsoft-Phi-3.5-mini-instruct", ToolCallForm::none},
     };

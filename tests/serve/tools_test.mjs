@@ -1,11 +1,12 @@
 // Tool calls through the official openai client, on a model whose template teaches Hermes's
 // <tool_call> form (tests/serve/hermes_tools.jinja) or Mistral's [TOOL_CALLS] list (Mistral
-// Nemo's own template, whose ids must be nine letters and digits): a required call and a named one (grammars,
+// Nemo's own template, whose ids must be nine letters and digits) or gpt-oss's harmony channels
+// (its own template): a required call and a named one (grammars,
 // so that even this small model writes a valid call; 600 tokens bound the longest a call's
 // grammar allows, whitespace included, at a character a token), streamed and not; the round trip
 // (the call, the tool's result, an answer); an answer that mixes text and a call; tool_choice
 // "none"; and the 400s.
-// Usage: node tools_test.mjs BASE_URL [hermes|mistral_list]   (a server on that template already
+// Usage: node tools_test.mjs BASE_URL [hermes|mistral_list|harmony]   (a server on that template already
 // at BASE_URL)
 import assert from "node:assert/strict";
 import OpenAI from "openai";
@@ -18,7 +19,7 @@ const tools = [
   { type: "function", function: { name: "get_weather", description: "The weather in a city",
     parameters: { type: "object", properties: { city: { type: "string", maxLength: 12 } },
                   required: ["city"] } } },
-  { type: "function", function: { name: "get_time", parameters: {
+  { type: "function", function: { name: "get_time", description: "The time in a zone", parameters: {
     type: "object", properties: { zone: { type: "string", maxLength: 8 } }, required: ["zone"] } } },
 ];
 const question = [{ role: "user", content: "What is the weather in Paris?" }];
@@ -83,7 +84,13 @@ await check("a round trip: the call, the tool's result, then an answer", async (
 const mixed = {
   hermes: 'Let me check. <tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>',
   mistral_list: 'Let me check. [TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Oslo"}}]',
+  harmony: '<|channel|>commentary<|message|>Let me check. <|end|><|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Oslo"}',
 }[form];
+// With tool_choice none the call stays as written: for harmony, the preamble's channel is still
+// read, and the call's message comes as written after it.
+const asText = form === "harmony"
+  ? 'Let me check. <|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Oslo"}'
+  : mixed;
 const forced = { grammar: `root ::= ${JSON.stringify(mixed)}` };
 await check("tool_choice auto: text and a call apart; none: all text", async () => {
   const auto = await client.chat.completions.create({
@@ -93,7 +100,7 @@ await check("tool_choice auto: text and a call apart; none: all text", async () 
   assert.deepEqual(checkCall(auto.choices[0].message.tool_calls[0], ["get_weather"]), { city: "Oslo" });
   const none = await client.chat.completions.create({
     model, messages: question, tools, tool_choice: "none", max_tokens: 200, ...forced });
-  assert.equal(none.choices[0].message.content, mixed);
+  assert.equal(none.choices[0].message.content, asText);
   assert.equal(none.choices[0].message.tool_calls, undefined);
 });
 
@@ -108,7 +115,7 @@ await check("bad tools and tool_choice are 400s naming the field", async () => {
   await bad({ tools: [{ type: "function" }] }, "tools[0]");
   await bad({ tools, tool_choice: "required", response_format: { type: "json_object" } },
             "tool_choice");
-  await bad({ tools: [{ type: "function", function: { name: "f", parameters: {
+  await bad({ tools: [{ type: "function", function: { name: "f", description: "f", parameters: {
               type: "object", properties: { s: { type: "string", pattern: "x+" } } } } }],
               tool_choice: "required" }, "tool_choice");
 });

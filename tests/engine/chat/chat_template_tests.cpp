@@ -3,13 +3,17 @@
 // format), and the formatter that picks between them and the model's own Jinja template.
 #include "engine/chat/chat_template.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "engine/chat/chat_formatter.h"
+#include "engine/chat/jinja_chat.h"
 #include "engine/vocab/vocab.h"
 
 namespace loom::engine {
@@ -170,6 +174,35 @@ TEST(ChatFormatter, PlainMessagesForTheBuiltInFormats) {
     EXPECT_EQ(plain[0].role, "system");
     EXPECT_EQ(plain[1].content, "ab");
     EXPECT_EQ(plain[2].content, "");
+}
+
+// An assistant turn sent back with "content": null and its tool calls (as OpenAI's clients do):
+// a template that cannot take null (gpt-oss's) renders it as "", one that can renders null.
+TEST(JinjaChatTemplate, NullContentOfACallingTurn) {
+    const auto turns = [](const char *content) {
+        return chat_messages_from_json(fmt::format(R"([
+            {{"role": "user", "content": "Weather?"}},
+            {{"role": "assistant", "content": {}, "tool_calls": [{{"id": "c1", "type": "function",
+              "function": {{"name": "get_weather", "arguments": {{"city": "Paris"}}}}}}]}},
+            {{"role": "tool", "tool_call_id": "c1", "content": "18C"}}])",
+                                                   content));
+    };
+    const auto tools = chat_tools_from_json(R"([{"type": "function", "function": {
+        "name": "get_weather", "description": "The weather.", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string", "description": "A city."}}}}}])");
+    const std::string path =
+        kShared + "/fixtures/chat-templates/openai-gpt-oss-120b/template.jinja";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "missing " << path << " (../shared beside the repository)";
+    const JinjaChatTemplate oss(std::string(std::istreambuf_iterator<char>(in), {}), "<|bos|>",
+                                "<|eos|>");
+    const std::string empty = oss.render({.messages = turns("\"\""), .tools = tools});
+    EXPECT_NE(empty.find("to=functions.get_weather"), std::string::npos) << empty;
+    EXPECT_EQ(oss.render({.messages = turns("null"), .tools = tools}), empty);
+    // A template that tells null from "": null stays null.
+    const JinjaChatTemplate tells("{% for m in messages %}{{ m.content is none }},{% endfor %}", "",
+                                  "");
+    EXPECT_EQ(tells.render({.messages = turns("null")}), "False,True,False,");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "loom/error.h"
 #include "tools/loom/serve/chat_prompt.h"
 #include "tools/loom/serve/client_connection.h"
+#include "tools/loom/serve/harmony.h"
 #include "tools/loom/serve/metrics.h"
 #include "tools/loom/serve/reasoning.h"
 #include "tools/loom/serve/request.h"
@@ -61,14 +62,21 @@ int64_t unix_time() {
 constexpr auto kPoll = std::chrono::milliseconds(20);
 
 // A chat answer taken apart as it streams: the <think> block (reasoning.h), then tool calls in
-// the rest (tool_calls.h), each call given an id. The same for streamed and whole answers, since
-// where the text is cut changes no part.
+// the rest (tool_calls.h), each call given an id; or, for gpt-oss, its harmony messages
+// (harmony.h). The same for streamed and whole answers, since where the text is cut changes no
+// part.
 class AnswerParts {
   public:
-    AnswerParts(bool split_reasoning, bool prompt_opened_reasoning, ToolCallForm calls)
-        : form_(calls) {
+    // `form`: the template's; `parse_calls`: the request asks for calls to be read.
+    AnswerParts(bool split_reasoning, bool prompt_opened_reasoning, ToolCallForm form,
+                bool parse_calls)
+        : form_(form) {
+        if (form == ToolCallForm::harmony) {
+            if (split_reasoning || parse_calls) harmony_.emplace(parse_calls);
+            return;
+        }
         if (split_reasoning) reasoning_.emplace(prompt_opened_reasoning);
-        if (calls != ToolCallForm::none) calls_.emplace(calls);
+        if (parse_calls && form != ToolCallForm::none) calls_.emplace(form);
     }
     struct Piece {
         std::string content, reasoning;
@@ -77,32 +85,40 @@ class AnswerParts {
     // The parts of the next `text`; `done` at the answer's end.
     Piece take(const std::string &text, bool done) {
         Piece out{.content = text};
+        if (harmony_) {
+            HarmonyParser::Parts parts = harmony_->push(text);
+            if (done) add(parts, harmony_->finish());
+            out = {std::move(parts.content), std::move(parts.reasoning), std::move(parts.calls)};
+        }
         if (reasoning_) {
             ReasoningSplit::Parts parts = reasoning_->push(out.content);
-            if (done) {
-                const ReasoningSplit::Parts rest = reasoning_->finish();
-                parts.reasoning += rest.reasoning;
-                parts.content += rest.content;
-            }
+            if (done) add(parts, reasoning_->finish());
             out.content = std::move(parts.content);
             out.reasoning = std::move(parts.reasoning);
         }
         if (calls_) {
             ToolCallParser::Parts parts = calls_->push(out.content);
-            if (done) {  // in the forms without a closing marker, the calls come now
-                ToolCallParser::Parts rest = calls_->finish();
-                parts.content += rest.content;
-                for (ToolCall &c : rest.calls) parts.calls.push_back(std::move(c));
-            }
+            // In the forms without a closing marker, the calls come with the end.
+            if (done) add(parts, calls_->finish());
             out.content = std::move(parts.content);
             out.calls = std::move(parts.calls);
-            for (ToolCall &c : out.calls) c.id = new_tool_call_id(form_);
         }
+        for (ToolCall &c : out.calls) c.id = new_tool_call_id(form_);
         return out;
     }
 
   private:
+    // Each parser's finish() after its last push().
+    template <typename Parts>
+    static void add(Parts &parts, Parts rest) {
+        parts.content += rest.content;
+        if constexpr (requires { parts.reasoning; }) parts.reasoning += rest.reasoning;
+        if constexpr (requires { parts.calls; }) {
+            for (ToolCall &c : rest.calls) parts.calls.push_back(std::move(c));
+        }
+    }
     ToolCallForm form_;
+    std::optional<HarmonyParser> harmony_;
     std::optional<ReasoningSplit> reasoning_;
     std::optional<ToolCallParser> calls_;
 };
@@ -312,16 +328,18 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
             throw RequestError(400, "tool_choice", e.what());
         }
     }
-    Job job{
-        .prompt = chat ? this->chat->tokenize(model->vocab(), chat_text)
-                       : model->vocab().tokenize(request.prompt, true, true),
-        .sampling = request.sampling,
-        .max_tokens = request.max_tokens,
-        .stop = request.stop,
-        .top_logprobs = request.logprobs ? request.top_logprobs : -1,
-        .grammar = std::move(grammar),
-        .shown_special = parse_calls ? marker_tokens(model->vocab(), form) : std::vector<int32_t>(),
-        .cache_prompt = request.cache_prompt};
+    Job job{.prompt = chat ? this->chat->tokenize(model->vocab(), chat_text)
+                           : model->vocab().tokenize(request.prompt, true, true),
+            .sampling = request.sampling,
+            .max_tokens = request.max_tokens,
+            .stop = request.stop,
+            .top_logprobs = request.logprobs ? request.top_logprobs : -1,
+            .grammar = std::move(grammar),
+            // gpt-oss's channels are read from every chat answer, calls or not.
+            .shown_special = parse_calls || (chat && form == ToolCallForm::harmony)
+                                 ? marker_tokens(model->vocab(), form)
+                                 : std::vector<int32_t>(),
+            .cache_prompt = request.cache_prompt};
     job.sampling.logit_bias = resolve_logit_bias(request.logit_bias, model->vocab());
     if (job.prompt.empty()) throw RequestError(400, "prompt", "the prompt has no tokens");
     if (int64_t(job.prompt.size()) >= scheduler->slot_context()) {
@@ -348,7 +366,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     auto client = std::make_shared<ClientConnection>(req);
     const auto answer = std::make_shared<AnswerParts>(
         chat && options.reasoning_format == "deepseek", prompt_opens_reasoning(chat_text),
-        parse_calls ? form : ToolCallForm::none);
+        chat ? form : ToolCallForm::none, parse_calls);
     if (!request.stream) {
         for (Event e; !e.done;) {
             if (client->closed()) return task->cancel();

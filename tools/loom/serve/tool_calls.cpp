@@ -36,10 +36,6 @@ std::optional<std::string> object_text(const nlohmann::json &j) {
     return parsed.dump();
 }
 
-std::optional<std::string> object_text(std::string_view text) {
-    return object_text(nlohmann::json::parse(text, nullptr, false));
-}
-
 // A call written as a JSON object: a non-empty string under `name_key`, object arguments under
 // `args_key`.
 std::optional<ToolCall> call_from(const nlohmann::json &j, const char *name_key,
@@ -164,7 +160,7 @@ Calls parse_mistral_args(std::string_view body) {
         if (args == std::string_view::npos) return std::nullopt;
         std::string_view name = call.substr(0, args);
         name = trim(name.substr(0, name.find(kId)));
-        std::optional<std::string> arguments = object_text(call.substr(args + kArgs.size()));
+        std::optional<std::string> arguments = json_object_text(call.substr(args + kArgs.size()));
         if (name.empty() || !arguments) return std::nullopt;
         calls.push_back(ToolCall{std::string(name), std::move(*arguments)});
         if (next == std::string_view::npos) return calls;
@@ -195,7 +191,7 @@ Calls parse_deepseek(std::string_view body, bool r1) {
             name = trim(arguments.substr(0, line));
             arguments = unfenced(arguments.substr(line + 1));
         }
-        std::optional<std::string> args = object_text(arguments);
+        std::optional<std::string> args = json_object_text(arguments);
         if (name.empty() || !args) return std::nullopt;
         calls.push_back(ToolCall{std::string(name), std::move(*args)});
     }
@@ -220,17 +216,20 @@ constexpr std::array<std::string_view, 5> kDeepseekMarkers{
     "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
     "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"};
 constexpr std::array<std::string_view, 2> kCommandR7bMarkers{"<|START_ACTION|>", "<|END_ACTION|>"};
+constexpr std::array<std::string_view, 7> kHarmonyMarkers{
+    "<|start|>",     "<|channel|>", "<|message|>", "<|end|>",
+    "<|constrain|>", "<|return|>",  "<|call|>"};
 
 }  // namespace
 
 struct ToolCallSyntax {
     ToolCallForm form;
     std::string_view name;
-    std::string_view open;           // begins a block (not part of its body)
-    std::string_view open_at_start;  // also begins one as the answer's first non-blank text,
-                                     // and is the body's beginning (Llama 3's "{")
-    std::string_view close;          // ends it; empty: the answer's end does
-    Calls (*parse)(std::string_view body);
+    std::string_view open;                  // begins a block (not part of its body)
+    std::string_view open_at_start;         // also begins one as the answer's first non-blank text,
+                                            // and is the body's beginning (Llama 3's "{")
+    std::string_view close;                 // ends it; empty: the answer's end does
+    Calls (*parse)(std::string_view body);  // null: read by a parser of its own
     // One call as the grammar writes it: call_prefix with NAME replaced by the function's name
     // (JSON-escaped), the arguments, call_suffix.
     std::string_view call_prefix;
@@ -242,7 +241,7 @@ namespace {
 
 using Syntax = ToolCallSyntax;
 
-const std::array<Syntax, 9> kSyntaxes{{
+const std::array<Syntax, 10> kSyntaxes{{
     {ToolCallForm::hermes, "hermes", "<tool_call>", "", "</tool_call>", parse_hermes,
      "<tool_call>\n{\"name\": \"NAME\", \"arguments\": ", "}\n</tool_call>", kHermesMarkers},
     {ToolCallForm::llama3_json, "llama3_json", "<|python_tag|>", "{", "", parse_llama3,
@@ -273,6 +272,9 @@ const std::array<Syntax, 9> kSyntaxes{{
     {ToolCallForm::command_r7b, "command_r7b", "<|START_ACTION|>", "", "<|END_ACTION|>",
      parse_command_r7b, "<|START_ACTION|>[{\"tool_name\": \"NAME\", \"parameters\": ",
      "}]<|END_ACTION|>", kCommandR7bMarkers},
+    // The call's <|call|> ends the generation: the grammar lets it end after the arguments.
+    {ToolCallForm::harmony, "harmony", "", "", "", nullptr,
+     "<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>", "", kHarmonyMarkers},
 }};
 
 const Syntax *syntax_of(ToolCallForm form) {
@@ -332,6 +334,9 @@ ToolCallForm tool_call_form(std::string_view source) {
         return has("[ARGS]") ? ToolCallForm::mistral_args : ToolCallForm::mistral_list;
     }
     if (has("<|START_ACTION|>")) return ToolCallForm::command_r7b;
+    if (has("<|channel|>") && has("<|message|>") && has("<|start|>assistant")) {
+        return ToolCallForm::harmony;
+    }
     // Qwen3-Coder's <function=...> and GLM's <arg_key> use the same tags for other forms: only
     // the JSON one names the placeholder "<function-name>".
     if (has("<tool_call>") && has("<function-name>")) return ToolCallForm::hermes;
@@ -351,7 +356,11 @@ std::span<const std::string_view> tool_call_markers(ToolCallForm form) {
     return s != nullptr ? s->markers : std::span<const std::string_view>();
 }
 
-ToolCallParser::ToolCallParser(ToolCallForm form) : syntax_(syntax_of(form)) {}
+ToolCallParser::ToolCallParser(ToolCallForm form) : syntax_(syntax_of(form)) {
+    if (syntax_ != nullptr && syntax_->parse == nullptr) {
+        fail("tools", "{} answers have a parser of their own", syntax_->name);
+    }
+}
 
 ToolCallParser::Parts ToolCallParser::take_block(std::string_view block) const {
     Parts out;
@@ -430,6 +439,10 @@ ToolCallParser::Parts ToolCallParser::finish() {
     held_.clear();
     in_block_ = false;
     return out;
+}
+
+std::optional<std::string> json_object_text(std::string_view text) {
+    return object_text(nlohmann::json::parse(text, nullptr, false));
 }
 
 std::string new_tool_call_id(ToolCallForm form) {

@@ -16,6 +16,8 @@
 //   deepseek_v31  the same with <｜tool▁call▁begin｜>N<｜tool▁sep｜>{...}<｜tool▁call▁end｜>
 //   command_r     Action: ```json [{"tool_name": N, "parameters": {...}}, ...] ``` (Command R+)
 //   command_r7b   <|START_ACTION|>[{"tool_name": N, "parameters": {...}}, ...]<|END_ACTION|>
+//   harmony       gpt-oss's messages, a call one to functions.N on the commentary channel with
+//                 the arguments as its body (harmony.h reads these answers, reasoning too)
 // Their markers are special tokens in most of these vocabularies, which generated text shows
 // only when asked: tool_call_markers lists them so that the server renders those tokens.
 //
@@ -44,6 +46,7 @@ enum class ToolCallForm {
     deepseek_v31,
     command_r,
     command_r7b,
+    harmony,
 };
 
 // The form a chat template teaches (ToolCallForm::none: the answer is left as text).
@@ -57,6 +60,10 @@ struct ToolCall {
     std::string arguments;  // JSON text of an object
     std::string id;         // given by the server ("call_...")
 };
+
+// The compact JSON text of `text` if it is a JSON object, or the JSON text of one (as some models
+// write arguments).
+std::optional<std::string> json_object_text(std::string_view text);
 
 // A new call's id: "call_" and 16 hex digits, or for the Mistral forms nine letters and digits
 // (their templates refuse any other id when the call comes back in the next request).
@@ -75,6 +82,7 @@ struct ToolCallSyntax;  // how a form writes its calls (tool_calls.cpp)
 // closed.
 class ToolCallParser {
   public:
+    // Not for ToolCallForm::harmony (HarmonyParser reads those answers).
     explicit ToolCallParser(ToolCallForm form);
 
     struct Parts {
