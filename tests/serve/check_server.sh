@@ -213,7 +213,7 @@ stop_server
 
 # A thinking model's answer: a template that opens <think> in the generation prompt, the output
 # forced by a grammar. The block goes to reasoning_content and the rest to content, streamed or
-# not; with --reasoning-format none the answer stays as written.
+# not; with --reasoning-format none (or "reasoning_format": "none") the answer stays as written.
 printf '%s\n' '{% for m in messages %}{{ m.role }}: {{ m.content }}' '{% endfor %}assistant: <think>' \
     >"$tmp/think.jinja"
 "$loom" gguf set "$model" "$tmp/think.gguf" --string-file tokenizer.chat_template="$tmp/think.jinja"
@@ -238,6 +238,13 @@ model="$tmp/think.gguf" start_server --parallel 1 --ctx-size 512 --reasoning-for
     [ "$(json_field "$tmp/body" 'j.choices[0].message.content')" = "I think.</think> The answer." ] &&
     [ "$(json_field "$tmp/body" 'j.choices[0].message.reasoning_content')" = undefined ] ||
     fail "--reasoning-format none: $(cat "$tmp/body")"
+# ... and per request, either way (llama-server's reasoning_format field).
+[ "$(post /v1/chat/completions "{$think, \"reasoning_format\": \"deepseek\"}")" = 200 ] &&
+    [ "$(json_field "$tmp/body" 'j.choices[0].message.reasoning_content')" = "I think." ] ||
+    fail "reasoning_format deepseek: $(cat "$tmp/body")"
+[ "$(post /v1/chat/completions "{$think, \"reasoning_format\": \"sometimes\"}")" = 400 ] &&
+    [ "$(json_field "$tmp/body" j.error.param)" = reasoning_format ] ||
+    fail "a bad reasoning_format: $(cat "$tmp/body")"
 stop_server
 
 # llama-server's /props, /slots (with --slots) and /apply-template; /v1/embeddings is a 501 for a

@@ -63,9 +63,11 @@ TEST(Harmony, ChannelsAndCalls) {
          true,
          {"Looking.", "", {{"a", "{}"}, {"b", R"({"x":1})"}}}},
         // Calls not asked for, and arguments that are no object, stay as written.
-        {"<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}", false,
+        {"<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}",
+         false,
          {"<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}", "", {}}},
-        {"<|channel|>commentary to=functions.f<|message|>[1]", true,
+        {"<|channel|>commentary to=functions.f<|message|>[1]",
+         true,
          {"<|channel|>commentary to=functions.f<|message|>[1]", "", {}}},
         // Not harmony at all, or a header that never ends.
         {"Hello there.", true, {"Hello there.", "", {}}},
@@ -118,8 +120,9 @@ TEST(Harmony, TheGrammarOfARequiredCall) {
             "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
         {"type": "function", "function": {"name": "now"}}])");
     const auto grammar = tool_call_grammar(ToolCallForm::harmony, tools, "get_weather");
-    const std::string call = "<|channel|>commentary to=functions.get_weather <|constrain|>json"
-                             "<|message|>{\"city\": \"Paris\"}";
+    const std::string call =
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json"
+        "<|message|>{\"city\": \"Paris\"}";
     engine::grammar::Matcher m(grammar);
     ASSERT_TRUE(m.allows(call));
     m.accept(call);

@@ -107,7 +107,8 @@ HarmonyParser::Parts HarmonyParser::push(std::string_view text) {
         if (end == std::string::npos) {
             if (channel_ == Channel::call) return out;  // a call is held whole
             size_t keep = 0;
-            for (const std::string_view e : kEnds) keep = std::max(keep, partial_tag_at_end(held_, e));
+            for (const std::string_view e : kEnds)
+                keep = std::max(keep, partial_tag_at_end(held_, e));
             emit(std::string_view(held_).substr(0, held_.size() - keep), out);
             held_.erase(0, held_.size() - keep);
             return out;

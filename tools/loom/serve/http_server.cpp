@@ -365,8 +365,8 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     // waits in the queue, its prompt is decoded, or it is generating.
     auto client = std::make_shared<ClientConnection>(req);
     const auto answer = std::make_shared<AnswerParts>(
-        chat && options.reasoning_format == "deepseek", prompt_opens_reasoning(chat_text),
-        chat ? form : ToolCallForm::none, parse_calls);
+        chat && request.split_reasoning.value_or(options.reasoning_format == "deepseek"),
+        prompt_opens_reasoning(chat_text), chat ? form : ToolCallForm::none, parse_calls);
     if (!request.stream) {
         for (Event e; !e.done;) {
             if (client->closed()) return task->cancel();

@@ -325,6 +325,14 @@ CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat
     read_bool(body, "stream", r.stream);
     read_bool(body, "cache_prompt", r.cache_prompt);
     r.logit_bias = read_logit_bias(body);
+    if (const nlohmann::json *f = field(body, "reasoning_format")) {
+        const std::string format = f->is_string() ? f->get<std::string>() : "";
+        if (format != "none" && format != "deepseek" && format != "auto") {
+            bad("reasoning_format",
+                "'reasoning_format' must be \"none\", \"deepseek\" or \"auto\"");
+        }
+        r.split_reasoning = format != "none";
+    }
     if (const nlohmann::json *so = field(body, "stream_options")) {
         if (!so->is_object()) bad("stream_options", "'stream_options' must be an object");
         if (!r.stream)

@@ -54,6 +54,9 @@ struct CompletionRequest {
     std::string tool_choice = "auto";
     std::string tool_choice_name;
     std::vector<LogitBias> logit_bias;  // the ids unchecked: resolve_logit_bias
+    // llama-server's per-request reasoning_format ("none", or "deepseek" / "auto": split the
+    // reasoning out); unset: the server's --reasoning-format.
+    std::optional<bool> split_reasoning;
 };
 
 // The request's logit_bias as the sampler takes it: texts tokenized (without BOS), ids checked
