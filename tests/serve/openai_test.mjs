@@ -1,5 +1,5 @@
 // loom serve through the official openai client: completions and chat, streamed and not, equal
-// to `loom run`'s greedy output; 8 concurrent clients on 4 slots answered as if alone; a client
+// to `loom run`'s greedy output; `n` answers; 8 concurrent clients on 4 slots answered as if alone; a client
 // that leaves mid-stream frees its slot; errors in OpenAI's shape; 30 hostile bodies.
 // Usage: node openai_test.mjs LOOM MODEL BASE_URL   (a server on MODEL already at BASE_URL)
 import { execFileSync } from "node:child_process";
@@ -141,6 +141,37 @@ await check("typical_p and n_probs are taken", async () => {
   for (const top of answer.choices[0].logprobs.top_logprobs) assert.equal(Object.keys(top).length, 2);
 });
 
+await check("n answers: each seeded draw as alone, greedy ones alike, streamed or not", async () => {
+  const params = { model, prompt: "Once upon a time", max_tokens: 12, temperature: 1, seed: 11 };
+  const three = await client.completions.create({ ...params, n: 3 });
+  assert.deepEqual(three.choices.map((c) => c.index), [0, 1, 2]);
+  // Answer i draws with seed + i: the same as a request of its own with that seed.
+  for (const i of [0, 1, 2]) {
+    const alone = await client.completions.create({ ...params, seed: 11 + i });
+    assert.equal(three.choices[i].text, alone.choices[0].text, `answer ${i}`);
+    assert.equal(three.choices[i].finish_reason, "length");
+  }
+  assert.equal(three.usage.completion_tokens, 36);
+  assert.equal(three.usage.total_tokens, three.usage.prompt_tokens + 36);
+  const greedy = await client.chat.completions.create({
+    model, messages: [{ role: "user", content: "Hi" }], max_tokens: 8, temperature: 0, n: 2 });
+  assert.equal(greedy.choices.length, 2);
+  assert.equal(greedy.choices[0].message.content, greedy.choices[1].message.content);
+  const texts = ["", ""], finishes = [null, null];
+  let usage = null;
+  for await (const chunk of await client.completions.create({
+      ...params, n: 2, stream: true, stream_options: { include_usage: true } })) {
+    for (const c of chunk.choices) {
+      texts[c.index] += c.text;
+      finishes[c.index] = c.finish_reason ?? finishes[c.index];
+    }
+    usage = chunk.usage ?? usage;
+  }
+  assert.deepEqual(texts, three.choices.slice(0, 2).map((c) => c.text));
+  assert.deepEqual(finishes, ["length", "length"]);
+  assert.equal(usage.completion_tokens, 24);
+});
+
 await check("8 concurrent clients on 4 slots answer as if alone", async () => {
   const prompts = ["Once upon a time", "The cat", "Lily and Tom", "One day, a big dog",
                    "The sun was", "Sara had a", "In the park", "A little bird"];
@@ -234,7 +265,7 @@ await check("30 hostile bodies each get a 4xx and the server keeps serving", asy
     '{"prompt": "a", "top_k": "many"}', '{"prompt": "a", "top_p": [1]}',
     '{"prompt": "a", "seed": -1}', '{"prompt": "a", "stop": [1, 2]}',
     '{"prompt": "a", "stop": {"a": 1}}', '{"prompt": "a", "stream": "yes"}',
-    '{"prompt": "a", "logprobs": 100}', '{"prompt": "a", "n": 3}', '{"prompt": null}',
+    '{"prompt": "a", "logprobs": 100}', '{"prompt": "a", "n": 17}', '{"prompt": null}',
     '{"prompt": {"text": "a"}}', `{"prompt": "${big}"}`,
     '{"prompt": "a", "frequency_penalty": 9}',
     '{"messages": "hi"}', '{"messages": [{"role": "user"}]}',

@@ -114,7 +114,9 @@ TEST(CompletionRequest, NamesTheFieldAtFault) {
     EXPECT_EQ(error_of({{"prompt", "a"}, {"stop", {1}}}), std::make_pair(400, std::string("stop")));
     EXPECT_EQ(error_of({{"prompt", "a"}, {"stop", {"1", "2", "3", "4", "5"}}}),
               std::make_pair(400, std::string("stop")));
-    EXPECT_EQ(error_of({{"prompt", "a"}, {"n", 2}}), std::make_pair(400, std::string("n")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"n", kMaxAnswers + 1}}),
+              std::make_pair(400, std::string("n")));
+    EXPECT_EQ(error_of({{"prompt", "a"}, {"n", 0}}), std::make_pair(400, std::string("n")));
     EXPECT_EQ(error_of({{"prompt", "a"}, {"stream", "yes"}}),
               std::make_pair(400, std::string("stream")));
     EXPECT_EQ(error_of({{"prompt", "a"}, {"logprobs", 9}}),

@@ -123,6 +123,24 @@ class AnswerParts {
     std::optional<ToolCallParser> calls_;
 };
 
+// One of a request's `n` answers: its task, the parts its text is taken apart into, and what its
+// response is built from.
+struct Choice {
+    std::shared_ptr<Task> task;
+    AnswerParts answer;
+    Completion completion;
+    bool done = false;  // its last event has come
+    bool first = true;  // no chunk of it sent yet
+};
+
+// The usage of all the answers: the prompt once (as OpenAI counts it), the tokens generated.
+Completion total_usage(const std::vector<Choice> &choices) {
+    Completion totals = choices.front().completion;
+    totals.n_generated = 0;
+    for (const Choice &c : choices) totals.n_generated += c.completion.n_generated;
+    return totals;
+}
+
 // The tokens that stand for a tool call form's markers in this vocabulary (one token whose
 // text is the marker each), sorted: the answer must show them for its calls to be found.
 std::vector<int32_t> marker_tokens(const engine::Vocab &vocab, ToolCallForm form) {
@@ -350,90 +368,139 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                                        job.prompt.size(), scheduler->slot_context(), options.n_ctx,
                                        options.n_parallel));
     }
-    const std::shared_ptr<Task> task = scheduler->submit(std::move(job));
-    if (task == nullptr) {
-        res.set_header("Retry-After", "1");
-        return send_error(res, 503, "every slot is busy and the queue is full; retry later");
+    // `n` answers: as many jobs, on as many slots as are free (the rest queued), each its own
+    // draws (a fixed seed counts up from the request's).
+    const auto choices = std::make_shared<std::vector<Choice>>();
+    const Completion base{.id = random_id(chat ? "chatcmpl" : "cmpl"),
+                          .created = unix_time(),
+                          .model = model_name,
+                          .chat = chat,
+                          .logprobs = request.logprobs};
+    for (int i = 0; i < request.n; ++i) {
+        Job copy = job;
+        if (copy.sampling.seed != engine::kRandomSeed) copy.sampling.seed += uint64_t(i);
+        std::shared_ptr<Task> task = scheduler->submit(std::move(copy));
+        if (task == nullptr) {
+            for (Choice &c : *choices) c.task->cancel();
+            res.set_header("Retry-After", "1");
+            return send_error(res, 503, "every slot is busy and the queue is full; retry later");
+        }
+        Completion completion = base;
+        completion.index = i;
+        choices->push_back(Choice{
+            .task = std::move(task),
+            .answer = AnswerParts(
+                chat && request.split_reasoning.value_or(options.reasoning_format == "deepseek"),
+                prompt_opens_reasoning(chat_text), chat ? form : ToolCallForm::none, parse_calls),
+            .completion = std::move(completion)});
     }
-    auto completion =
-        std::make_shared<Completion>(Completion{.id = random_id(chat ? "chatcmpl" : "cmpl"),
-                                                .created = unix_time(),
-                                                .model = model_name,
-                                                .chat = chat,
-                                                .logprobs = request.logprobs});
-    // A client that hangs up cancels its task (freeing its slot at the next step) whether it
-    // waits in the queue, its prompt is decoded, or it is generating.
+    // A client that hangs up cancels its tasks (freeing their slots at the next step) whether
+    // they wait in the queue, their prompts are decoded, or they are generating.
     auto client = std::make_shared<ClientConnection>(req);
-    const auto answer = std::make_shared<AnswerParts>(
-        chat && request.split_reasoning.value_or(options.reasoning_format == "deepseek"),
-        prompt_opens_reasoning(chat_text), chat ? form : ToolCallForm::none, parse_calls);
-    if (!request.stream) {
-        for (Event e; !e.done;) {
-            if (client->closed()) return task->cancel();
-            if (!task->next(e, kPoll)) continue;
-            if (!e.error.empty()) return send_error(res, 500, e.error);
-            const AnswerParts::Piece piece = answer->take(e.text, e.done);
-            completion->text += piece.content;
-            completion->reasoning += piece.reasoning;
-            completion->tool_calls.insert(completion->tool_calls.end(), piece.calls.begin(),
-                                          piece.calls.end());
-            completion->chosen.insert(completion->chosen.end(), e.chosen.begin(), e.chosen.end());
-            completion->top.insert(completion->top.end(), e.top.begin(), e.top.end());
-            if (e.done) {
-                completion->finish_reason = e.finish_reason;
-                completion->n_prompt = e.n_prompt;
-                completion->n_generated = e.n_generated;
-                completion->n_cached = e.n_cached;
+    const auto cancel_all = [choices] {
+        for (Choice &c : *choices) c.task->cancel();
+    };
+    // The next event of any choice not yet done, the choices taken in turn; false when none
+    // came within the poll.
+    const auto next_event = [choices](Event &e) -> Choice * {
+        const auto wait = kPoll / int(choices->size());
+        for (Choice &c : *choices) {
+            if (!c.done && c.task->next(e, wait)) {
+                c.done = e.done;
+                return &c;
             }
         }
-        if (!completion->tool_calls.empty()) completion->finish_reason = "tool_calls";
-        return send_json(res, 200, completion_json(*completion, model->vocab()));
+        return nullptr;
+    };
+    const auto all_done = [choices] {
+        return std::all_of(choices->begin(), choices->end(),
+                           [](const Choice &c) { return c.done; });
+    };
+    if (!request.stream) {
+        while (!all_done()) {
+            if (client->closed()) return cancel_all();
+            Event e;
+            Choice *c = next_event(e);
+            if (c == nullptr) continue;
+            if (!e.error.empty()) {
+                cancel_all();
+                return send_error(res, 500, e.error);
+            }
+            Completion &completion = c->completion;
+            const AnswerParts::Piece piece = c->answer.take(e.text, e.done);
+            completion.text += piece.content;
+            completion.reasoning += piece.reasoning;
+            completion.tool_calls.insert(completion.tool_calls.end(), piece.calls.begin(),
+                                         piece.calls.end());
+            completion.chosen.insert(completion.chosen.end(), e.chosen.begin(), e.chosen.end());
+            completion.top.insert(completion.top.end(), e.top.begin(), e.top.end());
+            if (e.done) {
+                completion.finish_reason =
+                    completion.tool_calls.empty() ? e.finish_reason : "tool_calls";
+                completion.n_prompt = e.n_prompt;
+                completion.n_generated = e.n_generated;
+                completion.n_cached = e.n_cached;
+            }
+        }
+        nlohmann::json out = completion_json(choices->front().completion, model->vocab());
+        for (size_t i = 1; i < choices->size(); ++i) {
+            const Completion &c = (*choices)[i].completion;
+            out["choices"].push_back(completion_json(c, model->vocab())["choices"][0]);
+        }
+        out["usage"] = usage_json(total_usage(*choices));
+        return send_json(res, 200, out);
     }
-    // Server-sent events, one per event of the task, then [DONE]. A failed write also means the
+    // Server-sent events, one per event of a task, then [DONE]. A failed write also means the
     // client went away.
     const bool include_usage = request.include_usage;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, task, completion, client, include_usage, answer](size_t, httplib::DataSink &sink) {
-            bool first = true;
-            for (Event e; !e.done;) {
-                if (client->closed()) return task->cancel(), false;
-                if (!task->next(e, kPoll)) continue;
+        [this, choices, client, include_usage, cancel_all, next_event, all_done](
+            size_t, httplib::DataSink &sink) {
+            while (!all_done()) {
+                if (client->closed()) return cancel_all(), false;
+                Event e;
+                Choice *c = next_event(e);
+                if (c == nullptr) continue;
                 if (!e.error.empty()) {
                     const std::string data = "data: " + to_text(error_json(500, e.error)) + "\n\n";
                     sink.write(data.data(), data.size());
+                    cancel_all();
                     break;
                 }
-                AnswerParts::Piece piece = answer->take(e.text, e.done);
-                const size_t first_index = completion->tool_calls.size();
-                completion->tool_calls.insert(completion->tool_calls.end(), piece.calls.begin(),
-                                              piece.calls.end());
-                if (e.done && !completion->tool_calls.empty()) e.finish_reason = "tool_calls";
+                Completion &completion = c->completion;
+                AnswerParts::Piece piece = c->answer.take(e.text, e.done);
+                const size_t first_index = completion.tool_calls.size();
+                completion.tool_calls.insert(completion.tool_calls.end(), piece.calls.begin(),
+                                             piece.calls.end());
+                if (e.done && !completion.tool_calls.empty()) e.finish_reason = "tool_calls";
                 e.text = std::move(piece.content);
                 const nlohmann::json call_delta = tool_calls_json(piece.calls, first_index, true);
                 const std::string data = "data: " +
-                                         to_text(chunk_json(*completion, e, first, model->vocab(),
+                                         to_text(chunk_json(completion, e, c->first, model->vocab(),
                                                             piece.reasoning, call_delta)) +
                                          "\n\n";
-                completion->text += e.text;
-                first = false;
-                if (!sink.write(data.data(), data.size())) return task->cancel(), false;
-                // stream_options.include_usage: OpenAI's chunk of no choices, after the last.
-                if (e.done && include_usage) {
-                    completion->n_prompt = e.n_prompt;
-                    completion->n_generated = e.n_generated;
-                    completion->n_cached = e.n_cached;
-                    const std::string usage =
-                        "data: " + to_text(usage_chunk_json(*completion)) + "\n\n";
-                    if (!sink.write(usage.data(), usage.size())) return false;
+                completion.text += e.text;
+                c->first = false;
+                if (e.done) {
+                    completion.n_prompt = e.n_prompt;
+                    completion.n_generated = e.n_generated;
+                    completion.n_cached = e.n_cached;
                 }
+                if (!sink.write(data.data(), data.size())) return cancel_all(), false;
+            }
+            // stream_options.include_usage: OpenAI's chunk of no choices, after the last.
+            if (include_usage && all_done()) {
+                Completion totals = total_usage(*choices);
+                const std::string usage = "data: " + to_text(usage_chunk_json(totals)) + "\n\n";
+                if (!sink.write(usage.data(), usage.size())) return false;
             }
             const std::string done = "data: [DONE]\n\n";
             sink.write(done.data(), done.size());
             sink.done();
             return true;
         },
-        [task](bool) { task->cancel(); });  // a no-op once the task has finished
+        [cancel_all](bool) { cancel_all(); });  // a no-op once the tasks have finished
 }
 
 HttpServer::HttpServer(ServeOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

@@ -319,8 +319,7 @@ CompletionRequest parse_completion_request(const nlohmann::json &body, bool chat
     read_integer(
         body, chat && field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
         1, 1 << 30, r.max_tokens);
-    int n = 1;
-    read_integer(body, "n", 1, 1, n);
+    read_integer(body, "n", 1, kMaxAnswers, r.n);
     r.stop = read_stop(body);
     read_bool(body, "stream", r.stream);
     read_bool(body, "cache_prompt", r.cache_prompt);

@@ -36,12 +36,16 @@ struct LogitBias {
     float bias = 0.0f;
 };
 
+// The most answers one request may ask for (`n`): each takes a slot, or waits for one.
+inline constexpr int kMaxAnswers = 16;
+
 struct CompletionRequest {
     bool chat = false;
     std::string prompt;                 // /v1/completions
     std::vector<ChatMessage> messages;  // /v1/chat/completions: roles and texts, checked
     engine::SamplingParams sampling;
     int32_t max_tokens = -1;  // -1: until end of generation or the slot's context is full
+    int n = 1;                // answers to the one prompt (at most kMaxAnswers)
     std::vector<std::string> stop;
     bool stream = false;
     bool logprobs = false;

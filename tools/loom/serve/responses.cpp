@@ -1,7 +1,6 @@
 #include "tools/loom/serve/responses.h"
 
 namespace loom::serve {
-namespace {
 
 nlohmann::json usage_json(const Completion &c) {
     // cached_tokens: the prompt's beginning found in the slot's cells, not decoded again (OpenAI's
@@ -11,6 +10,8 @@ nlohmann::json usage_json(const Completion &c) {
             {"total_tokens", c.n_prompt + c.n_generated},
             {"prompt_tokens_details", {{"cached_tokens", c.n_cached}}}};
 }
+
+namespace {
 
 nlohmann::json token_bytes(const std::string &piece) {
     nlohmann::json out = nlohmann::json::array();
@@ -74,7 +75,7 @@ nlohmann::json logprobs_of(const Completion &c, const std::vector<TokenLogprob> 
 }  // namespace
 
 nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab) {
-    nlohmann::json choice = {{"index", 0},
+    nlohmann::json choice = {{"index", c.index},
                              {"logprobs", logprobs_of(c, c.chosen, c.top, vocab, 0)},
                              {"finish_reason", c.finish_reason}};
     if (c.chat) {
@@ -102,7 +103,7 @@ nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
                           const engine::Vocab &vocab, const std::string &reasoning,
                           const nlohmann::json &tool_calls) {
     nlohmann::json choice = {
-        {"index", 0},
+        {"index", c.index},
         {"logprobs", logprobs_of(c, event.chosen, event.top, vocab, c.text.size())},
         {"finish_reason",
          event.done ? nlohmann::json(event.finish_reason) : nlohmann::json(nullptr)}};

@@ -17,6 +17,7 @@ struct Completion {
     int64_t created = 0;
     std::string model;
     bool chat = false;
+    int index = 0;  // which of the request's `n` answers
     std::string text;
     std::string reasoning;             // chat: the <think> block's text (serve/reasoning.h)
     std::vector<ToolCall> tool_calls;  // chat: the calls found in the answer (serve/tool_calls.h)
@@ -35,6 +36,8 @@ nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab);
 nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
                           const engine::Vocab &vocab, const std::string &reasoning = {},
                           const nlohmann::json &tool_calls = nullptr);
+// {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details"} of `c`.
+nlohmann::json usage_json(const Completion &c);
 // The chunk stream_options.include_usage adds after the last: no choices, the usage.
 nlohmann::json usage_chunk_json(const Completion &c);
 // {"error": {"message", "type", "param", "code"}}
