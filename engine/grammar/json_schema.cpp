@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/grammar/integer_range.h"
+#include "engine/grammar/regex_gbnf.h"
 #include "loom/error.h"
 
 namespace loom::engine::grammar {
@@ -50,6 +51,9 @@ const std::map<std::string, std::string, std::less<>> kPrimitives = {
      R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})"},
 };
 
+// The string formats written as grammars (the others are annotations).
+const std::set<std::string, std::less<>> kFormats = {"date", "time", "date-time", "uuid"};
+
 // The rules a primitive's body uses.
 const std::map<std::string, std::vector<std::string>, std::less<>> kPrimitiveUses = {
     {"char", {}},
@@ -63,7 +67,6 @@ const std::map<std::string, std::vector<std::string>, std::less<>> kPrimitiveUse
 
 // Keywords that assert something this converter does not express: refused where they appear.
 const std::set<std::string, std::less<>> kUnsupported = {
-    "pattern",
     "multipleOf",
     "contains",
     "minContains",
@@ -265,7 +268,7 @@ class Converter {
         for (const char *key : {"items", "prefixItems", "minItems", "maxItems"}) {
             if (schema.contains(key)) return "array";
         }
-        for (const char *key : {"minLength", "maxLength"}) {
+        for (const char *key : {"minLength", "maxLength", "pattern"}) {
             if (schema.contains(key)) return "string";
         }
         for (const char *key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
@@ -434,9 +437,27 @@ class Converter {
         const int64_t min = count_of(schema, "minLength", pointer, 0);
         const int64_t max = count_of(schema, "maxLength", pointer, -1);
         if (max >= 0 && max < min) refuse(pointer, "maxLength is below minLength");
+        if (const auto p = schema.find("pattern"); p != schema.end()) {
+            if (!p->is_string()) refuse(pointer + "/pattern", "must be a string");
+            if (min > 0 || max >= 0) refuse(pointer, "a length beside 'pattern' is not supported");
+            if (const auto f = schema.find("format");
+                f != schema.end() && f->is_string() && kFormats.contains(f->get<std::string>())) {
+                refuse(pointer, "'format' beside 'pattern' is not supported");
+            }
+            std::string body;
+            try {
+                body = regex_to_gbnf(p->get<std::string>());
+            } catch (const Error &e) {
+                std::string_view what = e.what();
+                what.remove_prefix(std::min(what.size(), std::string_view("[regex] ").size()));
+                refuse(pointer + "/pattern", std::string(what));
+            }
+            use("char");  // the unanchored sides
+            return "\"\\\"\" " + body + " \"\\\"\"";
+        }
         if (const auto f = schema.find("format"); f != schema.end() && f->is_string()) {
             const std::string format = f->get<std::string>();
-            if (format == "date" || format == "time" || format == "date-time" || format == "uuid") {
+            if (kFormats.contains(format)) {
                 if (min > 0 || max >= 0)
                     refuse(pointer, "a length beside 'format' is not supported");
                 return "\"\\\"\" " + use(format) + " \"\\\"\"";

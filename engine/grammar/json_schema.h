@@ -10,9 +10,10 @@
 //   says so (and then only in an object without `properties`);
 // - whitespace is at most a newline and 20 spaces or tabs, or one space, between tokens;
 // - integers have at most 16 digits, fractions 16, exponents 2 (every number fits a double).
+// A string's `pattern` becomes the grammar of its matches (regex_gbnf.h).
 // `minimum` / `maximum` (and their exclusive forms) bound an integer exactly; on a number only
 // "minimum": 0 is taken. Keywords that assert something the converter cannot express yet
-// (`pattern`, other bounds on numbers, `multipleOf`, `uniqueItems`, `not`, ...) are refused with an
+// (other bounds on numbers, `multipleOf`, `uniqueItems`, `not`, ...) are refused with an
 // error that names the keyword and where it is, rather than ignored: ignoring one would let the
 // model write invalid output. Annotations (`title`, `description`, `default`, `examples`, ...) and
 // unknown keywords are ignored, as JSON Schema says.

@@ -156,8 +156,8 @@ TEST(ToolCalls, TheGrammarOfARequiredCall) {
     ASSERT_EQ(parsed.second.size(), 1u);
     EXPECT_EQ(parsed.second[0].second, R"({"city":"Paris"})");
 
-    const nlohmann::json refused = nlohmann::json::parse(R"([{"type": "function", "function": {
-        "name": "f", "parameters": {"type": "string", "pattern": "x+"}}}])");
+    const nlohmann::json refused = nlohmann::json::parse(R"json([{"type": "function", "function": {
+        "name": "f", "parameters": {"type": "string", "pattern": "(?=x)"}}}])json");
     try {
         tool_call_grammar(ToolCallForm::hermes, refused, "");
         ADD_FAILURE() << "a refused schema was taken";

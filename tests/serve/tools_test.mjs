@@ -116,6 +116,6 @@ await check("bad tools and tool_choice are 400s naming the field", async () => {
   await bad({ tools, tool_choice: "required", response_format: { type: "json_object" } },
             "tool_choice");
   await bad({ tools: [{ type: "function", function: { name: "f", description: "f", parameters: {
-              type: "object", properties: { s: { type: "string", pattern: "x+" } } } } }],
+              type: "object", properties: { s: { type: "string", pattern: "(?=x)" } } } } }],
               tool_choice: "required" }, "tool_choice");
 });

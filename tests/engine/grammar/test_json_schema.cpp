@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <string>
 
 #include "engine/grammar/gbnf.h"
@@ -283,8 +284,10 @@ TEST(JsonSchema, RandomSentencesAreJson) {
 }
 
 TEST(JsonSchema, RefusesWhatItCannotExpressNamingWhere) {
-    EXPECT_EQ(error_of(R"({"properties": {"zip": {"type": "string", "pattern": "^[0-9]+$"}}})"),
-              "[json-schema] at /properties/zip: 'pattern' is not supported yet");
+    EXPECT_EQ(
+        error_of(R"({"properties": {"zip": {"type": "string", "pattern": "^(?=1)[0-9]+$"}}})"),
+        "[json-schema] at /properties/zip/pattern: lookarounds ((?=, (?!, (?<=, (?<!) are "
+        "not supported at offset 3 of the pattern");
     EXPECT_EQ(error_of(R"({"type": "number", "minimum": 1.5})"),
               "[json-schema] at /: bounds on a number are supported only as \"minimum\": 0 (an "
               "\"integer\" may have any)");
@@ -320,6 +323,124 @@ TEST(JsonSchema, RefusesWhatItCannotExpressNamingWhere) {
     std::string deep = "{}";
     for (int i = 0; i < 200; ++i) deep = R"({"items": )" + deep + "}";
     EXPECT_EQ(error_of(deep).rfind("[json-schema] at /items/items/", 0), 0u);
+}
+
+// Random sentences of a grammar over `alphabet` (single characters, some of them JSON escapes'
+// parts), each walked until the grammar may end and a coin says so.
+std::vector<std::string> random_sentences(const Grammar &g,
+                                          const std::vector<std::string> &alphabet, int want,
+                                          uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::string> out;
+    for (int attempt = 0; attempt < want * 10 && int(out.size()) < want; ++attempt) {
+        Matcher matcher(g);
+        std::string text;
+        for (int step = 0; step < 200; ++step) {
+            if (matcher.can_end() && rng() % 3 == 0) break;
+            std::vector<const std::string *> next;
+            for (const std::string &c : alphabet) {
+                if (matcher.allows(c)) next.push_back(&c);
+            }
+            if (next.empty()) break;
+            const std::string &c = *next[rng() % next.size()];
+            matcher.accept(c);
+            text += c;
+        }
+        if (matcher.can_end()) out.push_back(text);
+    }
+    return out;
+}
+
+// UTF-8 as code points (wchar_t is 32 bits here).
+std::wstring wide(const std::string &s) {
+    std::wstring out;
+    for (size_t i = 0; i < s.size();) {
+        const auto b = static_cast<unsigned char>(s[i]);
+        const int n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+        uint32_t c = n == 1 ? b : b & (0x7F >> n);
+        for (int k = 1; k < n && i + k < s.size(); ++k) c = c << 6 | (s[i + k] & 0x3F);
+        out += wchar_t(c);
+        i += size_t(n);
+    }
+    return out;
+}
+
+// Every string a pattern's grammar writes is JSON whose value the pattern matches, by std::regex
+// in ECMAScript mode (JSON Schema's dialect), searched as JSON Schema does (unanchored unless
+// the pattern says ^ or $).
+TEST(JsonSchema, PatternsWriteOnlyStringsTheyMatch) {
+    const char *patterns[] = {
+        "^[0-9]{3}-[0-9]{4}$",
+        "^(\\([0-9]{3}\\))?[0-9]{3}-[0-9]{4}$",  // JSON Schema's own example
+        "^[a-z]+(?:_[a-z]+)*$",
+        "a+b",
+        "^\\d+(\\.\\d{1,2})?$",
+        "^(yes|no)$",
+        "^[^ab]{2,5}$",
+        "^\\w+@\\w+\\.com$",
+        "^\\s*x\\s*$",
+        "ab|^cd|ef$",
+        "^[\\]\\-a]+$",
+        "^\"q\"$",
+        "^a\\\\b$",
+        "^.{0,3}$",
+        "^\\D\\W\\S$",
+        "^(a|b)*c{2,}?$",
+        "^(?<year>\\d{4})-(?<m>\\d{2})$",
+        "^[\\t ]+z$",
+        "x?",
+        "^[\\d\\s]+$",
+        "^[^\\d]$",
+    };
+    // Few enough characters that an unanchored pattern's letters come up in a short walk.
+    const std::vector<std::string> alphabet = {
+        "\"", "x", "f", "a", "b", "c",    "d",    "e",   "m",   "n",       "o", "q",
+        "s",  "y", "z", "G", "_", "0",    "1",    "5",   "9",   "-",       "(", ")",
+        ".",  "@", " ", "%", "/", "\\\"", "\\\\", "\\t", "\\n", "\\u0001", "é"};
+    for (const char *pattern : patterns) {
+        SCOPED_TRACE(pattern);
+        const std::string schema = ordered({{"type", "string"}, {"pattern", pattern}}).dump();
+        Grammar g;
+        ASSERT_NO_THROW(g = grammar_of(schema));
+        // Over code points (wide characters), and without group names, which std::regex lacks.
+        const std::wregex re(
+            wide(std::regex_replace(std::string(pattern), std::regex("\\(\\?<[a-z]+>"), "(")),
+            std::regex::ECMAScript);
+        const std::vector<std::string> sentences = random_sentences(g, alphabet, 40, 5);
+        EXPECT_GE(sentences.size(), 20u);
+        for (const std::string &text : sentences) {
+            ordered doc;
+            ASSERT_NO_THROW(doc = ordered::parse(text)) << text;
+            ASSERT_TRUE(doc.is_string()) << text;
+            EXPECT_TRUE(std::regex_search(wide(doc.get<std::string>()), re)) << text;
+        }
+    }
+    // Strings the pattern takes, written as JSON writes them, and some it does not.
+    const auto takes = [](const char *pattern, const std::string &text) {
+        return accepts(grammar_of(ordered({{"type", "string"}, {"pattern", pattern}}).dump()),
+                       text);
+    };
+    EXPECT_TRUE(takes("^(\\([0-9]{3}\\))?[0-9]{3}-[0-9]{4}$", "\"(888)555-1212\""));
+    EXPECT_TRUE(takes("^(\\([0-9]{3}\\))?[0-9]{3}-[0-9]{4}$", "\"555-1212\""));
+    EXPECT_FALSE(takes("^(\\([0-9]{3}\\))?[0-9]{3}-[0-9]{4}$", "\"(888)555-1212 ext. 532\""));
+    EXPECT_TRUE(takes("^\"q\"$", R"("\"q\"")"));
+    EXPECT_TRUE(takes("^a\\\\b$", R"("a\\b")"));
+    EXPECT_TRUE(takes("a+b", "\"xx aab yy\""));  // unanchored: anywhere
+    EXPECT_FALSE(takes("^(yes|no)$", "\"maybe\""));
+    EXPECT_TRUE(takes("^[\\t ]+z$", "\"\\t z\""));
+    // A pattern without "type" is about strings: the grammar writes one.
+    EXPECT_TRUE(accepts(grammar_of(R"({"pattern": "^a$"})"), "\"a\""));
+    // What is refused, naming the construct.
+    for (const char *bad : {"(?=a)", "(?<!a)b", "(a)\\1", "\\bx", "a^b", "a$b", "(a$)", "\\p{L}",
+                            "a{2,1}", "(a", "a)", "*a", "a**", "a{20000}", "[b-a]", "[a", "\\"}) {
+        SCOPED_TRACE(bad);
+        const std::string error = error_of(ordered({{"type", "string"}, {"pattern", bad}}).dump());
+        EXPECT_EQ(error.rfind("[json-schema] at /pattern: ", 0), 0u) << error;
+    }
+    EXPECT_EQ(error_of(R"({"type": "string", "pattern": "a", "maxLength": 3})"),
+              "[json-schema] at /: a length beside 'pattern' is not supported");
+    EXPECT_EQ(error_of(R"({"type": "string", "pattern": "a", "format": "uuid"})"),
+              "[json-schema] at /: 'format' beside 'pattern' is not supported");
 }
 
 }  // namespace
