@@ -25,6 +25,9 @@ packages=(
     # valid or not) for the converter's tests, and python3-jsonschema (which it brings) to
     # validate what `loom run --json-schema` writes.
     json-schema-test-suite python3-jsonschema
+    # loom serve's chat page is tested in a headless browser: Debian's Chromium, driven by the
+    # puppeteer-core npm package (which downloads no browser of its own).
+    chromium
 )
 # loom serve's test drives the server with the official openai npm client: Node and npm from
 # Debian where the machine has no Node of its own.
@@ -48,10 +51,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 
-# The openai client, installed next to the test that uses it (tests/serve/node_modules, ignored
+# The openai client and puppeteer-core, installed next to the tests that use them (tests/serve/node_modules, ignored
 # by git), once.
 serve_tests="$(dirname "$0")/../tests/serve"
-if [ ! -d "$serve_tests/node_modules/openai" ]; then
-    echo "setup: installing the openai npm package into tests/serve"
+if [ ! -d "$serve_tests/node_modules/openai" ] || [ ! -d "$serve_tests/node_modules/puppeteer-core" ]; then
+    echo "setup: installing the openai and puppeteer-core npm packages into tests/serve"
     npm install --prefix "$serve_tests" --no-audit --no-fund --silent
 fi

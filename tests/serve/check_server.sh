@@ -3,8 +3,8 @@
 # of 512 cells, the same answers bit for bit from 1 and 4 slots, a full queue, --api-key, chat
 # with the chatml fallback and with a model's own Jinja template (tools, tool calls, a template
 # that raises), prompt caching and slot files, constrained output, tool calls (tools_test.mjs),
-# reasoning_content, /props, /slots, /apply-template, CORS, and SIGINT stopping the server with
-# exit code 0.
+# reasoning_content, /props, /slots, /apply-template, CORS, the chat page at / (webui_test.mjs;
+# --no-webui), and SIGINT stopping the server with exit code 0.
 # Usage: check_server.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -17,6 +17,9 @@ source "$root/tests/serve/server_test_setup.sh"
 
 start_server --parallel 4 --ctx-size 2048 --chat-template chatml --threads 2
 node "$root/tests/serve/openai_test.mjs" "$loom" "$model" "$url" || fail "openai client tests"
+# The chat page at /, in headless Chromium.
+[ -x /usr/bin/chromium ] || fail "missing /usr/bin/chromium: run scripts/setup.sh"
+node "$root/tests/serve/webui_test.mjs" "$url" || fail "the chat page"
 stop_server
 
 # Batch invariance through the server: four prompts' greedy tokens and log-probabilities are the
@@ -59,6 +62,8 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sesame' 
 [ "$code" = 200 ] || fail "right key: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$url/health")
 [ "$code" = 200 ] || fail "health without a key: $code"
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' "$url/")
+[ "$code" = 200 ] && grep -q '<title>Loom</title>' "$tmp/body" || fail "the chat page without a key: $code"
 # stories260K has no chat template: chat is chatml, with a warning at start-up.
 code=$(curl -s -o "$tmp/body" -w '%{http_code}' -H 'Authorization: Bearer sesame' \
     -d '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}' \
@@ -292,5 +297,9 @@ code=$(curl -s -o "$tmp/body" -w '%{http_code}' "$url/slots")
 [ "$code" = 501 ] && grep -q -- "--slots" "$tmp/body" || fail "GET /slots without --slots: $code"
 code=$(curl -s -D "$tmp/headers" -o /dev/null -w '%{http_code}' -H 'Origin: http://app.example' "$url/v1/models")
 [ "$code" = 200 ] && ! grep -qi '^Access-Control-Allow-Origin' "$tmp/headers" || fail "CORS without --cors"
+stop_server
+start_server --parallel 1 --ctx-size 256 --no-webui
+code=$(curl -s -o /dev/null -w '%{http_code}' "$url/")
+[ "$code" = 404 ] || fail "GET / with --no-webui: $code"
 stop_server
 echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, tool calls, reasoning, props, apply-template, CORS and SIGINT as expected"

@@ -82,6 +82,8 @@ void add_serve_command(CLI::App &app, int &exit_code) {
         ->add_option("--slot-save-path", o->slot_save_path,
                      "folder for POST /slots/{id}?action=save|restore files (off without it)")
         ->check(CLI::ExistingDirectory);
+    command->add_flag(
+        "--no-webui", [o](int64_t) { o->webui = false; }, "no chat page at / (404 there)");
     command->add_flag("--slots", o->expose_slots,
                       "answer GET /slots with each slot's state (off: 501, as it shows the load)");
     command

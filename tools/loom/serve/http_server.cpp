@@ -13,6 +13,7 @@
 
 #include "loom/engine.h"
 #include "loom/error.h"
+#include "tools/loom/serve/chat_page.h"
 #include "tools/loom/serve/chat_prompt.h"
 #include "tools/loom/serve/client_connection.h"
 #include "tools/loom/serve/harmony.h"
@@ -209,7 +210,8 @@ void HttpServer::Impl::routes() {
             }
             return httplib::Server::HandlerResponse::Handled;
         }
-        if (req.path == "/health" || authorized(req))
+        // The chat page holds nothing: it asks for the key itself (its settings).
+        if (req.path == "/health" || (req.path == "/" && options.webui) || authorized(req))
             return httplib::Server::HandlerResponse::Unhandled;
         send_error(res, 401, "a valid API key is required (Authorization: Bearer KEY)");
         return httplib::Server::HandlerResponse::Handled;
@@ -230,6 +232,11 @@ void HttpServer::Impl::routes() {
             send_error(res, res.status, fmt::format("HTTP {}", res.status));
         }
     });
+    if (options.webui) {
+        http.Get("/", [](const httplib::Request &, httplib::Response &res) {
+            res.set_content(kChatPage.data(), kChatPage.size(), "text/html; charset=utf-8");
+        });
+    }
     http.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
         if (!ready) return send_json(res, 503, {{"status", "loading model"}});
         send_json(res, 200, {{"status", "ok"}});

@@ -42,6 +42,7 @@ struct ServeOptions {
     // Origins whose pages may call the API (CORS: preflights answered, Access-Control-Allow-
     // Origin on the answers); "*" any; empty: none, browsers' same-origin rule stands.
     std::vector<std::string> cors_origins;
+    bool webui = true;  // GET / answers the chat page (serve/chat_page.h); off: 404
 };
 
 class HttpServer {
