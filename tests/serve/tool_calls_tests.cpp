@@ -42,9 +42,9 @@ TEST(ToolCalls, FormOfTheSharedTemplates) {
         {"deepseek-ai-DeepSeek-V3.1", ToolCallForm::deepseek_v31},
         {"CohereForAI-c4ai-command-r-plus-tool_use", ToolCallForm::command_r},
         {"openai-gpt-oss-120b", ToolCallForm::harmony},
-        // Forms not read yet: Qwen3-Coder's XML, GLM's <arg_key>; and templates that teach none.
-        {"Qwen3-Coder", ToolCallForm::none},
-        {"GLM-4.6", ToolCallForm::none},
+        {"Qwen3-Coder", ToolCallForm::qwen3_coder},
+        {"GLM-4.6", ToolCallForm::glm},
+        // Templates that teach no form.
         {"google-gemma-2-2b-it", ToolCallForm::none},
         {"microsoft-Phi-3.5-mini-instruct", ToolCallForm::none},
     };
@@ -82,8 +82,9 @@ Result reference(const std::string &text) {
     return out;
 }
 
-Result streamed(const std::vector<std::string> &pieces, ToolCallForm form = ToolCallForm::hermes) {
-    ToolCallParser parser(form);
+Result streamed(const std::vector<std::string> &pieces, ToolCallForm form = ToolCallForm::hermes,
+                const nlohmann::json &tools = nlohmann::json::array()) {
+    ToolCallParser parser(form, tools);
     Result out;
     auto add = [&](ToolCallParser::Parts parts) {
         out.first += parts.content;
@@ -385,6 +386,56 @@ TEST(ToolCalls, IdsTheTemplatesTake) {
     const std::string id = new_tool_call_id(ToolCallForm::hermes);
     EXPECT_TRUE(id.starts_with("call_")) << id;
     EXPECT_NE(new_tool_call_id(ToolCallForm::hermes), id);
+}
+
+// Qwen3-Coder's and GLM's templates write each value as text (strings as they are, the rest as
+// JSON or Python's str()): read back through the tools' schemas, the arguments are the same JSON.
+TEST(ToolCalls, XmlFormsReadValuesByTheToolsSchemas) {
+    const nlohmann::json tools = nlohmann::json::parse(R"([{"type": "function", "function": {
+        "name": "get_weather", "description": "The weather.", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string", "description": "A city."},
+                       "zip": {"type": "string", "description": "A code."},
+                       "days": {"type": "integer", "description": "How many."},
+                       "metric": {"type": "boolean", "description": "Units."},
+                       "hours": {"type": "array", "items": {"type": "integer"},
+                                 "description": "Hours."}}}}}])");
+    const nlohmann::json arguments = nlohmann::json::parse(
+        R"({"city": "Paris\nFrance", "zip": "75001", "days": 3, "metric": true, "hours": [9, 17]})");
+    for (const char *name : {"Qwen3-Coder", "GLM-4.6"}) {
+        SCOPED_TRACE(name);
+        const std::string source = shared_template(name);
+        const ToolCallForm form = tool_call_form(source);
+        const engine::JinjaChatTemplate chat(source, "<|bos|>", "<|eos|>");
+        const nlohmann::json messages = nlohmann::json::array(
+            {{{"role", "user"}, {"content", "Weather?"}},
+             {{"role", "assistant"},
+              {"content", ""},
+              {"tool_calls",
+               {{{"id", "c1"},
+                 {"type", "function"},
+                 {"function", {{"name", "get_weather"}, {"arguments", arguments.dump()}}}}}}}});
+        const std::string turns =
+            chat.render({.messages = engine::chat_messages_from_json(messages.dump()),
+                         .tools = engine::chat_tools_from_json(tools.dump()),
+                         .add_generation_prompt = false});
+        const size_t open = turns.rfind("<tool_call>");
+        const size_t close = turns.rfind("</tool_call>");
+        ASSERT_TRUE(open != std::string::npos && close != std::string::npos) << turns;
+        const std::string turn = turns.substr(open, close + 12 - open);
+        SCOPED_TRACE(turn);
+        const Result got = streamed({turn}, form, tools);
+        ASSERT_EQ(got.second.size(), 1u) << got.first;
+        EXPECT_EQ(got.second[0].first, "get_weather");
+        EXPECT_EQ(nlohmann::json::parse(got.second[0].second), arguments);
+        EXPECT_EQ(got.first, "");
+        // Every cut alike.
+        for (size_t cut = 0; cut <= turn.size(); ++cut) {
+            ASSERT_EQ(streamed({turn.substr(0, cut), turn.substr(cut)}, form, tools), got) << cut;
+        }
+        // Without the schemas a value is JSON where it parses as JSON: "75001" a number.
+        EXPECT_EQ(nlohmann::json::parse(streamed({turn}, form).second[0].second)["zip"], 75001);
+        EXPECT_THROW(tool_call_grammar(form, tools, ""), Error);  // not constrained yet
+    }
 }
 
 }  // namespace

@@ -70,14 +70,14 @@ class AnswerParts {
   public:
     // `form`: the template's; `parse_calls`: the request asks for calls to be read.
     AnswerParts(bool split_reasoning, bool prompt_opened_reasoning, ToolCallForm form,
-                bool parse_calls)
+                bool parse_calls, const nlohmann::json &tools)
         : form_(form) {
         if (form == ToolCallForm::harmony) {
             if (split_reasoning || parse_calls) harmony_.emplace(parse_calls);
             return;
         }
         if (split_reasoning) reasoning_.emplace(prompt_opened_reasoning);
-        if (parse_calls && form != ToolCallForm::none) calls_.emplace(form);
+        if (parse_calls && form != ToolCallForm::none) calls_.emplace(form, tools);
     }
     struct Piece {
         std::string content, reasoning;
@@ -398,7 +398,8 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
             .task = std::move(task),
             .answer = AnswerParts(
                 chat && request.split_reasoning.value_or(options.reasoning_format == "deepseek"),
-                prompt_opens_reasoning(chat_text), chat ? form : ToolCallForm::none, parse_calls),
+                prompt_opens_reasoning(chat_text), chat ? form : ToolCallForm::none, parse_calls,
+                request.tools),
             .completion = std::move(completion)});
     }
     // A client that hangs up cancels its tasks (freeing their slots at the next step) whether

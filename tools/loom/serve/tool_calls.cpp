@@ -206,6 +206,105 @@ Calls parse_deepseek_v31(std::string_view body) {
     return parse_deepseek(body, false);
 }
 
+// The JSON Schema of parameter `key` of function `name` among the request's `tools`, if any.
+const nlohmann::json *parameter_schema(const nlohmann::json &tools, std::string_view name,
+                                       std::string_view key) {
+    if (!tools.is_array()) return nullptr;
+    for (const nlohmann::json &tool : tools) {
+        const auto function = tool.find("function");
+        if (function == tool.end() || !function->is_object() ||
+            function->value("name", "") != name) {
+            continue;
+        }
+        const auto parameters = function->find("parameters");
+        if (parameters == function->end() || !parameters->is_object()) return nullptr;
+        const auto properties = parameters->find("properties");
+        if (properties == parameters->end() || !properties->is_object()) return nullptr;
+        const auto schema = properties->find(std::string(key));
+        return schema == properties->end() ? nullptr : &*schema;
+    }
+    return nullptr;
+}
+
+// A parameter the XML forms write as text: a string where its schema says so (or the text is no
+// JSON), else the JSON value (Python's True / False / None too: Qwen3-Coder's template writes
+// values with Python's str()).
+nlohmann::json parameter_value(std::string_view text, const nlohmann::json *schema) {
+    if (schema != nullptr && schema->is_object() && schema->value("type", "") == "string") {
+        return std::string(text);
+    }
+    const std::string_view t = trim(text);
+    if (t == "True") return true;
+    if (t == "False") return false;
+    if (t == "None") return nullptr;
+    nlohmann::json j = nlohmann::json::parse(t, nullptr, false);
+    if (j.is_discarded()) return std::string(text);
+    return j;
+}
+
+// Text between `open` (at the start of `s`, after blanks) and `close`, consumed from `s`.
+std::optional<std::string_view> take_between(std::string_view &s, std::string_view open,
+                                             std::string_view close) {
+    s = trim(s);
+    if (!starts_with(s, open)) return std::nullopt;
+    s.remove_prefix(open.size());
+    const size_t end = s.find(close);
+    if (end == std::string_view::npos) return std::nullopt;
+    const std::string_view inside = s.substr(0, end);
+    s.remove_prefix(end + close.size());
+    return inside;
+}
+
+// <function=NAME>
+// <parameter=KEY>
+// VALUE
+// </parameter>
+// ...
+// </function>
+Calls parse_qwen3_coder(std::string_view body, const nlohmann::json &tools) {
+    const auto name = take_between(body, "<function=", ">");
+    if (!name || trim(*name).empty()) return std::nullopt;
+    nlohmann::json arguments = nlohmann::json::object();
+    for (;;) {
+        body = trim(body);
+        if (starts_with(body, "</function>")) break;
+        const auto key = take_between(body, "<parameter=", ">");
+        if (!key) return std::nullopt;
+        const size_t end = body.find("</parameter>");
+        if (end == std::string_view::npos) return std::nullopt;
+        std::string_view value = body.substr(0, end);
+        body.remove_prefix(end + 12);
+        if (starts_with(value, "\n")) value.remove_prefix(1);  // the lines around the value
+        if (value.ends_with('\n')) value.remove_suffix(1);
+        arguments[std::string(trim(*key))] =
+            parameter_value(value, parameter_schema(tools, trim(*name), trim(*key)));
+    }
+    if (!trim(body.substr(11)).empty()) return std::nullopt;
+    return std::vector<ToolCall>{{std::string(trim(*name)), arguments.dump()}};
+}
+
+// NAME
+// <arg_key>KEY</arg_key>
+// <arg_value>VALUE</arg_value>
+// ...
+Calls parse_glm(std::string_view body, const nlohmann::json &tools) {
+    const size_t name_end = std::min(body.find('\n'), body.find("<arg_key>"));
+    const std::string_view name = trim(body.substr(0, name_end));
+    if (name.empty() || name.find('<') != std::string_view::npos) return std::nullopt;
+    body.remove_prefix(std::min(name_end, body.size()));
+    nlohmann::json arguments = nlohmann::json::object();
+    while (!trim(body).empty()) {
+        const auto key = take_between(body, "<arg_key>", "</arg_key>");
+        const auto value = key ? take_between(body, "<arg_value>", "</arg_value>") : std::nullopt;
+        if (!value) return std::nullopt;
+        arguments[std::string(trim(*key))] =
+            parameter_value(*value, parameter_schema(tools, name, trim(*key)));
+    }
+    return std::vector<ToolCall>{{std::string(name), arguments.dump()}};
+}
+
+constexpr std::array<std::string_view, 6> kGlmMarkers{
+    "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"};
 constexpr std::array<std::string_view, 2> kHermesMarkers{"<tool_call>", "</tool_call>"};
 constexpr std::array<std::string_view, 1> kLlama3Markers{"<|python_tag|>"};
 constexpr std::array<std::string_view, 1> kMistralListMarkers{"[TOOL_CALLS]"};
@@ -235,13 +334,15 @@ struct ToolCallSyntax {
     std::string_view call_prefix;
     std::string_view call_suffix;
     std::span<const std::string_view> markers;
+    // Instead of `parse`, for the forms whose values the tools' schemas type (the XML ones).
+    Calls (*parse_typed)(std::string_view body, const nlohmann::json &tools) = nullptr;
 };
 
 namespace {
 
 using Syntax = ToolCallSyntax;
 
-const std::array<Syntax, 10> kSyntaxes{{
+const std::array<Syntax, 12> kSyntaxes{{
     {ToolCallForm::hermes, "hermes", "<tool_call>", "", "</tool_call>", parse_hermes,
      "<tool_call>\n{\"name\": \"NAME\", \"arguments\": ", "}\n</tool_call>", kHermesMarkers},
     {ToolCallForm::llama3_json, "llama3_json", "<|python_tag|>", "{", "", parse_llama3,
@@ -272,6 +373,11 @@ const std::array<Syntax, 10> kSyntaxes{{
     {ToolCallForm::command_r7b, "command_r7b", "<|START_ACTION|>", "", "<|END_ACTION|>",
      parse_command_r7b, "<|START_ACTION|>[{\"tool_name\": \"NAME\", \"parameters\": ",
      "}]<|END_ACTION|>", kCommandR7bMarkers},
+    // No frames: their required calls are refused (tool_call_grammar).
+    {ToolCallForm::qwen3_coder, "qwen3_coder", "<tool_call>", "", "</tool_call>", nullptr, "", "",
+     kHermesMarkers, parse_qwen3_coder},
+    {ToolCallForm::glm, "glm", "<tool_call>", "", "</tool_call>", nullptr, "", "", kGlmMarkers,
+     parse_glm},
     // The call's <|call|> ends the generation: the grammar lets it end after the arguments.
     {ToolCallForm::harmony, "harmony", "", "", "", nullptr,
      "<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>", "", kHarmonyMarkers},
@@ -334,6 +440,11 @@ ToolCallForm tool_call_form(std::string_view source) {
         return has("[ARGS]") ? ToolCallForm::mistral_args : ToolCallForm::mistral_list;
     }
     if (has("<|START_ACTION|>")) return ToolCallForm::command_r7b;
+    // Qwen3-Coder's and GLM's XML inside <tool_call> (before Hermes's JSON in the same tags).
+    if (has("<tool_call>") && has("<function=") && has("<parameter=")) {
+        return ToolCallForm::qwen3_coder;
+    }
+    if (has("<tool_call>") && has("<arg_key>")) return ToolCallForm::glm;
     if (has("<|channel|>") && has("<|message|>") && has("<|start|>assistant")) {
         return ToolCallForm::harmony;
     }
@@ -356,15 +467,17 @@ std::span<const std::string_view> tool_call_markers(ToolCallForm form) {
     return s != nullptr ? s->markers : std::span<const std::string_view>();
 }
 
-ToolCallParser::ToolCallParser(ToolCallForm form) : syntax_(syntax_of(form)) {
-    if (syntax_ != nullptr && syntax_->parse == nullptr) {
+ToolCallParser::ToolCallParser(ToolCallForm form, nlohmann::json tools)
+    : syntax_(syntax_of(form)), tools_(std::move(tools)) {
+    if (syntax_ != nullptr && syntax_->parse == nullptr && syntax_->parse_typed == nullptr) {
         fail("tools", "{} answers have a parser of their own", syntax_->name);
     }
 }
 
 ToolCallParser::Parts ToolCallParser::take_block(std::string_view block) const {
     Parts out;
-    if (Calls calls = syntax_->parse(block)) {
+    if (Calls calls = syntax_->parse_typed != nullptr ? syntax_->parse_typed(block, tools_)
+                                                      : syntax_->parse(block)) {
         out.calls = std::move(*calls);
     } else {
         out.content = opened_with_ + std::string(block);
@@ -474,6 +587,12 @@ nlohmann::json tool_calls_json(const std::vector<ToolCall> &calls, size_t first_
 engine::grammar::Grammar tool_call_grammar(ToolCallForm form, const nlohmann::json &tools,
                                            const std::string &name) {
     const Syntax *syntax = syntax_of(form);
+    if (syntax != nullptr && syntax->call_prefix.empty()) {
+        fail("tools",
+             "tool_choice cannot require a call in the {} form yet (its values are not JSON); "
+             "use \"auto\"",
+             syntax->name);
+    }
     if (syntax == nullptr) {
         fail("tools",
              "the model's chat template teaches no tool call form Loom knows, so tool_choice "

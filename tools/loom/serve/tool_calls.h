@@ -16,6 +16,10 @@
 //   deepseek_v31  the same with <｜tool▁call▁begin｜>N<｜tool▁sep｜>{...}<｜tool▁call▁end｜>
 //   command_r     Action: ```json [{"tool_name": N, "parameters": {...}}, ...] ``` (Command R+)
 //   command_r7b   <|START_ACTION|>[{"tool_name": N, "parameters": {...}}, ...]<|END_ACTION|>
+//   qwen3_coder   <tool_call><function=N><parameter=K>value</parameter>...</function></tool_call>
+//   glm           <tool_call>N<arg_key>K</arg_key><arg_value>value</arg_value>...</tool_call>
+//                 (these two write values as text: typed by the tool's schema, a string where it
+//                 says so, else JSON; a required call is not constrained for them yet)
 //   harmony       gpt-oss's messages, a call one to functions.N on the commentary channel with
 //                 the arguments as its body (harmony.h reads these answers, reasoning too)
 // Their markers are special tokens in most of these vocabularies, which generated text shows
@@ -47,6 +51,8 @@ enum class ToolCallForm {
     command_r,
     command_r7b,
     harmony,
+    qwen3_coder,
+    glm,
 };
 
 // The form a chat template teaches (ToolCallForm::none: the answer is left as text).
@@ -82,8 +88,9 @@ struct ToolCallSyntax;  // how a form writes its calls (tool_calls.cpp)
 // closed.
 class ToolCallParser {
   public:
-    // Not for ToolCallForm::harmony (HarmonyParser reads those answers).
-    explicit ToolCallParser(ToolCallForm form);
+    // Not for ToolCallForm::harmony (HarmonyParser reads those answers). `tools`: the request's,
+    // which type the XML forms' values.
+    explicit ToolCallParser(ToolCallForm form, nlohmann::json tools = nlohmann::json::array());
 
     struct Parts {
         std::string content;
@@ -95,8 +102,9 @@ class ToolCallParser {
   private:
     Parts take_block(std::string_view block) const;
     const ToolCallSyntax *syntax_;  // null: no form, all is content
-    bool at_start_ = true;          // nothing but blanks shown so far
-    bool in_block_ = false;         // held_ is a block, opened with opened_with_
+    nlohmann::json tools_;
+    bool at_start_ = true;   // nothing but blanks shown so far
+    bool in_block_ = false;  // held_ is a block, opened with opened_with_
     std::string opened_with_;
     std::string held_;
 };
