@@ -491,7 +491,12 @@ class Converter {
         const bool closed = additional == schema.end() || *additional == false;
         use("ws");
         if (properties.empty() && required.empty()) {
-            if (additional != schema.end() && *additional == false) return "\"{\" ws \"}\"";
+            // "properties": {} without additionalProperties is {} only, as llama.cpp's converter
+            // reads it (a tool without arguments); no "properties" at all is any object.
+            if ((additional == schema.end() && schema.contains("properties")) ||
+                (additional != schema.end() && *additional == false)) {
+                return "\"{\" ws \"}\"";
+            }
             if (additional == schema.end() || *additional == true) return use("object");
             const std::string value =
                 visit(*additional, hint + "-value", pointer + "/additionalProperties", depth + 1);

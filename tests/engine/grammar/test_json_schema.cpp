@@ -127,6 +127,18 @@ TEST(JsonSchema, AnObjectGivesRequiredPropertiesFirstThenOptionalOnesInSchemaOrd
     }
 }
 
+// An empty "properties" closes the object, as llama.cpp reads it; no "properties" leaves it open.
+TEST(JsonSchema, EmptyPropertiesIsTheEmptyObject) {
+    const Grammar none = grammar_of(R"({"type": "object", "properties": {}})");
+    EXPECT_TRUE(accepts(none, "{}"));
+    EXPECT_FALSE(accepts(none, R"({"a": 1})"));
+    const Grammar open = grammar_of(R"({"type": "object"})");
+    EXPECT_TRUE(accepts(open, R"({"a": 1})"));
+    const Grammar map =
+        grammar_of(R"({"type": "object", "properties": {}, "additionalProperties": true})");
+    EXPECT_TRUE(accepts(map, R"({"a": 1})"));
+}
+
 TEST(JsonSchema, OptionalPropertiesAreAnyOrderedSubset) {
     const Grammar g = grammar_of(
         R"({"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}})");
