@@ -215,6 +215,13 @@ oss="$root/../shared/fixtures/chat-templates/openai-gpt-oss-120b/template.jinja"
 model="$tmp/oss.gguf" start_server --parallel 2 --ctx-size 2048
 node "$root/tests/serve/tools_test.mjs" "$url" harmony || fail "tool calls, gpt-oss's form"
 stop_server
+# ... and on Qwen3-Coder's own template, in its XML form.
+coder="$root/../shared/fixtures/chat-templates/Qwen3-Coder/template.jinja"
+[ -f "$coder" ] || fail "missing $coder (../shared beside the repository)"
+"$loom" gguf set "$model" "$tmp/coder.gguf" --string-file tokenizer.chat_template="$coder"
+model="$tmp/coder.gguf" start_server --parallel 2 --ctx-size 4096  # its tool prompt: 1,037 tokens here
+node "$root/tests/serve/tools_test.mjs" "$url" qwen3_coder || fail "tool calls, Qwen3-Coder's form"
+stop_server
 
 # A thinking model's answer: a template that opens <think> in the generation prompt, the output
 # forced by a grammar. The block goes to reasoning_content and the rest to content, streamed or

@@ -434,8 +434,49 @@ TEST(ToolCalls, XmlFormsReadValuesByTheToolsSchemas) {
         }
         // Without the schemas a value is JSON where it parses as JSON: "75001" a number.
         EXPECT_EQ(nlohmann::json::parse(streamed({turn}, form).second[0].second)["zip"], 75001);
-        EXPECT_THROW(tool_call_grammar(form, tools, ""), Error);  // not constrained yet
     }
+}
+
+// The XML forms' required call: each required parameter in turn, a string as raw text (its enum's
+// texts where it has one), anything else as JSON; read back as the same arguments.
+TEST(ToolCalls, XmlFormsGrammarsWriteCallsTheirParsersRead) {
+    const nlohmann::json tools = nlohmann::json::parse(R"([{"type": "function", "function": {
+        "name": "get_weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["C", "F"]},
+                       "days": {"type": "integer", "minimum": 1, "maximum": 7},
+                       "note": {"type": "string"}},
+        "required": ["city", "unit", "days"]}}}])");
+    const std::pair<ToolCallForm, std::string> calls[] = {
+        {ToolCallForm::qwen3_coder,
+         "<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n"
+         "<parameter=unit>\nF\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n"
+         "</tool_call>"},
+        {ToolCallForm::glm,
+         "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>New York</arg_value>\n"
+         "<arg_key>unit</arg_key>\n<arg_value>F</arg_value>\n<arg_key>days</arg_key>\n"
+         "<arg_value>3</arg_value>\n</tool_call>"},
+    };
+    for (const auto &[form, text] : calls) {
+        SCOPED_TRACE(text);
+        const auto grammar = tool_call_grammar(form, tools, "get_weather");
+        EXPECT_TRUE(whole_sentence(grammar, text));
+        std::string bad_unit = text;
+        bad_unit.replace(bad_unit.find(">F<") != std::string::npos ? bad_unit.find(">F<") + 1
+                                                                   : bad_unit.find("\nF\n") + 1,
+                         1, "K");
+        EXPECT_FALSE(whole_sentence(grammar, bad_unit));
+        std::string bad_days = text;
+        bad_days.replace(bad_days.rfind('3'), 1, "9");
+        EXPECT_FALSE(whole_sentence(grammar, bad_days));
+        const Result got = streamed({text}, form, tools);
+        ASSERT_EQ(got.second.size(), 1u);
+        EXPECT_EQ(nlohmann::json::parse(got.second[0].second),
+                  nlohmann::json::parse(R"({"city": "New York", "unit": "F", "days": 3})"));
+    }
+    const nlohmann::json patterned = nlohmann::json::parse(R"([{"type": "function", "function": {
+        "name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string",
+        "pattern": "^a+$"}}, "required": ["s"]}}}])");
+    EXPECT_THROW(tool_call_grammar(ToolCallForm::glm, patterned, ""), Error);
 }
 
 }  // namespace

@@ -373,7 +373,7 @@ const std::array<Syntax, 12> kSyntaxes{{
     {ToolCallForm::command_r7b, "command_r7b", "<|START_ACTION|>", "", "<|END_ACTION|>",
      parse_command_r7b, "<|START_ACTION|>[{\"tool_name\": \"NAME\", \"parameters\": ",
      "}]<|END_ACTION|>", kCommandR7bMarkers},
-    // No frames: their required calls are refused (tool_call_grammar).
+    // Their grammars are written around each parameter (tool_call_grammar).
     {ToolCallForm::qwen3_coder, "qwen3_coder", "<tool_call>", "", "</tool_call>", nullptr, "", "",
      kHermesMarkers, parse_qwen3_coder},
     {ToolCallForm::glm, "glm", "<tool_call>", "", "</tool_call>", nullptr, "", "", kGlmMarkers,
@@ -584,24 +584,123 @@ nlohmann::json tool_calls_json(const std::vector<ToolCall> &calls, size_t first_
     return out;
 }
 
+namespace {
+
+// How the XML forms write a call, for their grammars: NAME and KEY put in.
+struct XmlFrame {
+    std::string_view open, param_open, param_close, close;
+};
+constexpr XmlFrame kQwen3CoderFrame{"<tool_call>\n<function=NAME>\n", "<parameter=KEY>\n",
+                                    "\n</parameter>\n", "</function>\n</tool_call>"};
+constexpr XmlFrame kGlmFrame{"<tool_call>NAME\n", "<arg_key>KEY</arg_key>\n<arg_value>",
+                             "</arg_value>\n", "</tool_call>"};
+
+std::string put(std::string_view frame, std::string_view placeholder, const std::string &value) {
+    std::string out(frame);
+    const size_t at = out.find(placeholder);
+    if (at != std::string::npos) out.replace(at, placeholder.size(), value);
+    return out;
+}
+
+// The grammar of one call's alternatives, each text with rules "part-<n>" that become parts[n].
+struct CallGrammar {
+    std::vector<std::string> alternatives;
+    std::vector<engine::grammar::Grammar> parts;
+    // A rule standing for the sentences of `schema`'s JSON, converted on its own.
+    std::string json_part(const nlohmann::json &schema) {
+        parts.push_back(
+            engine::grammar::parse_gbnf(engine::grammar::json_schema_to_gbnf(schema.dump())));
+        return fmt::format("part-{}", parts.size() - 1);
+    }
+    engine::grammar::Grammar build() const {
+        std::string frame = fmt::format("tool-call ::= {}\n", fmt::join(alternatives, " | "));
+        for (size_t i = 0; i < parts.size(); ++i) frame += fmt::format("part-{} ::= \"{{\"\n", i);
+        engine::grammar::Grammar grammar = engine::grammar::parse_gbnf(frame, "tool-call");
+        for (size_t i = 0; i < parts.size(); ++i) {
+            engine::grammar::embed_grammar(grammar, fmt::format("part-{}", i), parts[i]);
+        }
+        return grammar;
+    }
+};
+
+// A parameter's value as the XML forms write it: a string as its text (no '<', which would
+// begin the closing tag; minLength / maxLength kept), its enum's or const's texts where it has
+// one; anything else as JSON.
+// loom::Error for a string whose other keywords a raw text cannot be held to.
+std::string xml_value(CallGrammar &g, const nlohmann::json &schema) {
+    if (!schema.is_object() || schema.value("type", "") != "string") return g.json_part(schema);
+    for (const auto &[key, value] : schema.items()) {
+        if (key != "type" && key != "description" && key != "title" && key != "enum" &&
+            key != "const" && key != "minLength" && key != "maxLength") {
+            fail("tools", "a string parameter with '{}' cannot be constrained in this form yet",
+                 key);
+        }
+    }
+    std::vector<std::string> texts;
+    if (schema.contains("const")) texts.push_back(schema["const"].get<std::string>());
+    for (const nlohmann::json &v : schema.value("enum", nlohmann::json::array())) {
+        if (v.is_string()) texts.push_back(v.get<std::string>());
+    }
+    if (schema.contains("const") || schema.contains("enum")) {
+        if (texts.empty()) fail("tools", "a string parameter whose enum holds no string");
+        std::vector<std::string> literals;
+        for (const std::string &t : texts) literals.push_back(gbnf_literal(t));
+        return "( " + fmt::format("{}", fmt::join(literals, " | ")) + " )";
+    }
+    // Lengths count characters, as the class reads one.
+    const auto count = [&](const char *key, int64_t none) {
+        const auto it = schema.find(key);
+        if (it == schema.end()) return none;
+        if (!it->is_number_unsigned() || it->get<uint64_t>() > 10000) {
+            fail("tools", "'{}' must be a count of at most 10000", key);
+        }
+        return int64_t(it->get<uint64_t>());
+    };
+    const int64_t min = count("minLength", 0), max = count("maxLength", -1);
+    if (min == 0 && max < 0) return "[^<]*";
+    if (max >= 0 && max < min) fail("tools", "maxLength is below minLength");
+    return max < 0 ? fmt::format("[^<]{{{},}}", min) : fmt::format("[^<]{{{},{}}}", min, max);
+}
+
+// One call of `function` in an XML form: its required parameters, in the order listed.
+std::string xml_call(CallGrammar &g, const XmlFrame &frame, const nlohmann::json &function) {
+    const std::string name = function["name"].get<std::string>();
+    const nlohmann::json parameters = function.value("parameters", nlohmann::json::object());
+    const nlohmann::json properties = parameters.is_object()
+                                          ? parameters.value("properties", nlohmann::json::object())
+                                          : nlohmann::json::object();
+    std::string out = gbnf_literal(put(frame.open, "NAME", name));
+    const nlohmann::json required = parameters.is_object()
+                                        ? parameters.value("required", nlohmann::json::array())
+                                        : nlohmann::json::array();
+    for (const nlohmann::json &key : required) {
+        if (!key.is_string()) continue;
+        const std::string k = key.get<std::string>();
+        const nlohmann::json schema = properties.is_object() && properties.contains(k)
+                                          ? properties[k]
+                                          : nlohmann::json::object();
+        out += " " + gbnf_literal(put(frame.param_open, "KEY", k)) + " " + xml_value(g, schema) +
+               " " + gbnf_literal(frame.param_close);
+    }
+    return out + " " + gbnf_literal(frame.close);
+}
+
+}  // namespace
+
 engine::grammar::Grammar tool_call_grammar(ToolCallForm form, const nlohmann::json &tools,
                                            const std::string &name) {
     const Syntax *syntax = syntax_of(form);
-    if (syntax != nullptr && syntax->call_prefix.empty()) {
-        fail("tools",
-             "tool_choice cannot require a call in the {} form yet (its values are not JSON); "
-             "use \"auto\"",
-             syntax->name);
-    }
     if (syntax == nullptr) {
         fail("tools",
              "the model's chat template teaches no tool call form Loom knows, so tool_choice "
              "cannot require a call");
     }
-    // One alternative per tool: its frame around a placeholder rule args-<i>, which then becomes
-    // the grammar of the tool's parameters, converted on its own.
-    std::vector<std::string> alternatives;
-    std::vector<engine::grammar::Grammar> arguments;
+    const XmlFrame *xml = form == ToolCallForm::qwen3_coder ? &kQwen3CoderFrame
+                          : form == ToolCallForm::glm       ? &kGlmFrame
+                                                            : nullptr;
+    // One alternative per tool: the form's frame around the grammar of the tool's parameters
+    // (the XML forms: around each required parameter's value).
+    CallGrammar g;
     for (size_t i = 0; i < tools.size(); ++i) {
         const nlohmann::json &function = tools[i]["function"];
         const std::string function_name = function["name"].get<std::string>();
@@ -611,26 +710,22 @@ engine::grammar::Grammar tool_call_grammar(ToolCallForm form, const nlohmann::js
                                           ? *parameters
                                           : nlohmann::json{{"type", "object"}};
         try {
-            arguments.push_back(
-                engine::grammar::parse_gbnf(engine::grammar::json_schema_to_gbnf(schema.dump())));
+            if (xml != nullptr) {
+                g.alternatives.push_back(xml_call(g, *xml, function));
+                continue;
+            }
+            const std::string arguments = g.json_part(schema);
+            g.alternatives.push_back(fmt::format(
+                "{} {} {}", gbnf_literal(with_name(syntax->call_prefix, function_name)), arguments,
+                syntax->call_suffix.empty() ? "" : gbnf_literal(syntax->call_suffix)));
         } catch (const Error &e) {
             fail("tools", "tools[{}].function.parameters: {}", i, e.what());
         }
-        alternatives.push_back(fmt::format(
-            "{} args-{} {}", gbnf_literal(with_name(syntax->call_prefix, function_name)),
-            arguments.size() - 1,
-            syntax->call_suffix.empty() ? "" : gbnf_literal(syntax->call_suffix)));
     }
-    if (arguments.empty()) {
+    if (g.alternatives.empty()) {
         fail("tools", "tool_choice names '{}', which is not among the tools", name);
     }
-    std::string frame = fmt::format("tool-call ::= {}\n", fmt::join(alternatives, " | "));
-    for (size_t i = 0; i < arguments.size(); ++i) frame += fmt::format("args-{} ::= \"{{\"\n", i);
-    engine::grammar::Grammar grammar = engine::grammar::parse_gbnf(frame, "tool-call");
-    for (size_t i = 0; i < arguments.size(); ++i) {
-        engine::grammar::embed_grammar(grammar, fmt::format("args-{}", i), arguments[i]);
-    }
-    return grammar;
+    return g.build();
 }
 
 }  // namespace loom::serve

@@ -19,7 +19,7 @@
 //   qwen3_coder   <tool_call><function=N><parameter=K>value</parameter>...</function></tool_call>
 //   glm           <tool_call>N<arg_key>K</arg_key><arg_value>value</arg_value>...</tool_call>
 //                 (these two write values as text: typed by the tool's schema, a string where it
-//                 says so, else JSON; a required call is not constrained for them yet)
+//                 says so, else JSON; a required call's grammar writes the required parameters)
 //   harmony       gpt-oss's messages, a call one to functions.N on the commentary channel with
 //                 the arguments as its body (harmony.h reads these answers, reasoning too)
 // Their markers are special tokens in most of these vocabularies, which generated text shows
