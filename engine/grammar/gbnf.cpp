@@ -459,6 +459,22 @@ Grammar parse_gbnf(std::string_view text, std::string_view root) {
     return Parser(text).parse(root);
 }
 
+std::string gbnf_literal(std::string_view text) {
+    std::string out = "\"";
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (byte < 0x20) {
+            out += fmt::format("\\x{:02X}", byte);
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
 void embed_grammar(Grammar &outer, std::string_view rule, const Grammar &inner) {
     const auto placeholder = std::find_if(outer.rules.begin(), outer.rules.end(),
                                           [&](const Rule &r) { return r.name == rule; });

@@ -60,6 +60,10 @@ struct Grammar {
 // for a grammar that references an undefined rule, lacks `root`, or is left-recursive.
 Grammar parse_gbnf(std::string_view text, std::string_view root = "root");
 
+// A GBNF string literal of the bytes of `text`: quotes and backslashes escaped, control bytes as
+// \xHH, everything else (UTF-8 included) as it is. For grammars written by code.
+std::string gbnf_literal(std::string_view text);
+
 // Makes rule `rule` of `outer` (a placeholder) stand for the sentences of `inner`: inner's rules
 // are added to outer's (their names prefixed with "<rule>/"), and the placeholder's one
 // alternative becomes inner's root. A grammar written around parts converted on their own (a

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/grammar/gbnf.h"
 #include "engine/grammar/integer_range.h"
 #include "engine/grammar/regex_gbnf.h"
 #include "loom/error.h"
@@ -95,24 +96,6 @@ const std::set<std::string, std::less<>> kAnnotations = {
     "$id",       "id",          "$comment",    "deprecated", "readOnly",
     "writeOnly", "$defs",       "definitions", "$anchor",    "format",
 };
-
-// A GBNF string literal of the bytes of `text`: quotes and backslashes escaped, control bytes as
-// \xHH, everything else (UTF-8 included) as it is.
-std::string literal(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (byte < 0x20) {
-            out += fmt::format("\\x{:02X}", byte);
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
 
 // Whether `value` is of JSON Schema type `type` (draft 4 onwards: 1.0 is an integer).
 bool has_type(const json &value, std::string_view type) {
@@ -317,7 +300,7 @@ class Converter {
                 types.empty() || std::any_of(types.begin(), types.end(),
                                              [&](auto &t) { return has_type(value, t); });
             if (!typed) continue;
-            out += (out.empty() ? "( " : " | ") + literal(value.dump());
+            out += (out.empty() ? "( " : " | ") + gbnf_literal(value.dump());
         }
         if (out.empty()) refuse(pointer, "no value of 'enum' or 'const' has the schema's type");
         return out + " )";
@@ -516,7 +499,7 @@ class Converter {
                     ? use("value")
                     : visit(*it, hint + "-" + name, pointer + "/properties/" + name, depth + 1);
             return add_rule(hint + "-" + name + "-kv",
-                            literal(json(name).dump()) + " ws \":\" ws " + value + " ws");
+                            gbnf_literal(json(name).dump()) + " ws \":\" ws " + value + " ws");
         };
         std::vector<std::string> required_kvs, optional_kvs;
         for (const auto &[name, sub] : properties.items()) {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/grammar/gbnf.h"
 #include "engine/grammar/utf8_char.h"
 #include "loom/error.h"
 
@@ -89,22 +90,6 @@ std::string json_written(uint32_t c) {
     }
     if (c < 0x20) return fmt::format("\\u{:04x}", c);
     return utf8(c);
-}
-
-// A GBNF literal of `text`: quotes and backslashes escaped, control bytes as \x escapes.
-std::string gbnf_literal(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            out += fmt::format("\\x{:02X}", static_cast<unsigned char>(c));
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
 }
 
 std::string class_range(uint32_t lo, uint32_t hi) {

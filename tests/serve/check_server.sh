@@ -195,33 +195,23 @@ assert c["finish_reason"] == "length" or isinstance(json.loads(c["text"]), dict)
     fail "two constraints: $(cat "$tmp/body")"
 stop_server
 
-# Tool calls through the openai client, on a template in Hermes's <tool_call> form.
-"$loom" gguf set "$model" "$tmp/tools.gguf" \
-    --string-file tokenizer.chat_template="$root/tests/serve/hermes_tools.jinja"
-model="$tmp/tools.gguf" start_server --parallel 2 --ctx-size 2048
-node "$root/tests/serve/tools_test.mjs" "$url" || fail "tool calls"
-stop_server
-# ... and on Mistral Nemo's own template, in its [TOOL_CALLS] list form.
-nemo="$root/../shared/fixtures/chat-templates/mistralai-Mistral-Nemo-Instruct-2407/template.jinja"
-[ -f "$nemo" ] || fail "missing $nemo (../shared beside the repository)"
-"$loom" gguf set "$model" "$tmp/nemo.gguf" --string-file tokenizer.chat_template="$nemo"
-model="$tmp/nemo.gguf" start_server --parallel 2 --ctx-size 2048
-node "$root/tests/serve/tools_test.mjs" "$url" mistral_list || fail "tool calls, Mistral's form"
-stop_server
-# ... and on gpt-oss's own template, in its harmony channels.
-oss="$root/../shared/fixtures/chat-templates/openai-gpt-oss-120b/template.jinja"
-[ -f "$oss" ] || fail "missing $oss (../shared beside the repository)"
-"$loom" gguf set "$model" "$tmp/oss.gguf" --string-file tokenizer.chat_template="$oss"
-model="$tmp/oss.gguf" start_server --parallel 2 --ctx-size 2048
-node "$root/tests/serve/tools_test.mjs" "$url" harmony || fail "tool calls, gpt-oss's form"
-stop_server
-# ... and on Qwen3-Coder's own template, in its XML form.
-coder="$root/../shared/fixtures/chat-templates/Qwen3-Coder/template.jinja"
-[ -f "$coder" ] || fail "missing $coder (../shared beside the repository)"
-"$loom" gguf set "$model" "$tmp/coder.gguf" --string-file tokenizer.chat_template="$coder"
-model="$tmp/coder.gguf" start_server --parallel 2 --ctx-size 4096  # its tool prompt: 1,037 tokens here
-node "$root/tests/serve/tools_test.mjs" "$url" qwen3_coder || fail "tool calls, Qwen3-Coder's form"
-stop_server
+# Tool calls through the openai client, on a template in each of these forms: Hermes's
+# <tool_call> (a template of ours), and the real templates of Mistral Nemo ([TOOL_CALLS] list),
+# gpt-oss (harmony channels) and Qwen3-Coder (XML).
+tools_on_template() {  # tools_on_template TEMPLATE_FILE FORM CTX_SIZE
+    [ -f "$1" ] || fail "missing $1 (../shared beside the repository)"
+    "$loom" gguf set "$model" "$tmp/tools.gguf" --string-file tokenizer.chat_template="$1"
+    model="$tmp/tools.gguf" start_server --parallel 2 --ctx-size "$3"
+    node "$root/tests/serve/tools_test.mjs" "$url" "$2" || fail "tool calls, the $2 form"
+    stop_server
+    rm -f "$tmp/tools.gguf"
+}
+templates="$root/../shared/fixtures/chat-templates"
+tools_on_template "$root/tests/serve/hermes_tools.jinja" hermes 2048
+tools_on_template "$templates/mistralai-Mistral-Nemo-Instruct-2407/template.jinja" mistral_list 2048
+tools_on_template "$templates/openai-gpt-oss-120b/template.jinja" harmony 2048
+# Qwen3-Coder's tool prompt is 1,037 tokens in this vocabulary.
+tools_on_template "$templates/Qwen3-Coder/template.jinja" qwen3_coder 4096
 
 # A thinking model's answer: a template that opens <think> in the generation prompt, the output
 # forced by a grammar. The block goes to reasoning_content and the rest to content, streamed or

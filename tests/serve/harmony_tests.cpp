@@ -2,12 +2,9 @@
 // the real template writes them, every cut of the text alike, and the grammar of a required call.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-
 #include "engine/chat/jinja_chat.h"
 #include "engine/grammar/matcher.h"
+#include "tests/serve/shared_template.h"
 #include "tools/loom/serve/harmony.h"
 
 namespace loom::serve {
@@ -82,13 +79,7 @@ TEST(Harmony, ChannelsAndCalls) {
     }
 }
 
-std::string shared_template(const std::string &name) {
-    const std::filesystem::path path = std::filesystem::path(LOOM_SOURCE_DIR) / ".." / "shared" /
-                                       "fixtures" / "chat-templates" / name / "template.jinja";
-    std::ifstream in(path);
-    if (!in) ADD_FAILURE() << "missing " << path << " (../shared beside the repository)";
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using testing::shared_template;
 
 // The call gpt-oss's own template writes for an assistant turn, after the generation prompt's
 // "<|start|>assistant" and up to its <|call|> (the end token), is read back as that call.

@@ -14,18 +14,13 @@
 #include "engine/chat/jinja_chat.h"
 #include "engine/grammar/matcher.h"
 #include "loom/error.h"
+#include "tests/serve/shared_template.h"
 #include "tools/loom/serve/tool_calls.h"
 
 namespace loom::serve {
 namespace {
 
-std::string shared_template(const std::string &name) {
-    const std::filesystem::path path = std::filesystem::path(LOOM_SOURCE_DIR) / ".." / "shared" /
-                                       "fixtures" / "chat-templates" / name / "template.jinja";
-    std::ifstream in(path);
-    if (!in) ADD_FAILURE() << "missing " << path << " (../shared beside the repository)";
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using testing::shared_template;
 
 TEST(ToolCalls, FormOfTheSharedTemplates) {
     const std::pair<const char *, ToolCallForm> forms[] = {

@@ -390,33 +390,6 @@ const Syntax *syntax_of(ToolCallForm form) {
     return nullptr;
 }
 
-// A GBNF string literal of `text`.
-std::string gbnf_literal(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out + "\"";
-}
-
 std::string with_name(std::string_view frame, const std::string &name) {
     std::string out(frame);
     const std::string quoted = nlohmann::json(name).dump();
@@ -644,7 +617,7 @@ std::string xml_value(CallGrammar &g, const nlohmann::json &schema) {
     if (schema.contains("const") || schema.contains("enum")) {
         if (texts.empty()) fail("tools", "a string parameter whose enum holds no string");
         std::vector<std::string> literals;
-        for (const std::string &t : texts) literals.push_back(gbnf_literal(t));
+        for (const std::string &t : texts) literals.push_back(engine::grammar::gbnf_literal(t));
         return "( " + fmt::format("{}", fmt::join(literals, " | ")) + " )";
     }
     // Lengths count characters, as the class reads one.
@@ -669,7 +642,7 @@ std::string xml_call(CallGrammar &g, const XmlFrame &frame, const nlohmann::json
     const nlohmann::json properties = parameters.is_object()
                                           ? parameters.value("properties", nlohmann::json::object())
                                           : nlohmann::json::object();
-    std::string out = gbnf_literal(put(frame.open, "NAME", name));
+    std::string out = engine::grammar::gbnf_literal(put(frame.open, "NAME", name));
     const nlohmann::json required = parameters.is_object()
                                         ? parameters.value("required", nlohmann::json::array())
                                         : nlohmann::json::array();
@@ -679,10 +652,10 @@ std::string xml_call(CallGrammar &g, const XmlFrame &frame, const nlohmann::json
         const nlohmann::json schema = properties.is_object() && properties.contains(k)
                                           ? properties[k]
                                           : nlohmann::json::object();
-        out += " " + gbnf_literal(put(frame.param_open, "KEY", k)) + " " + xml_value(g, schema) +
-               " " + gbnf_literal(frame.param_close);
+        out += " " + engine::grammar::gbnf_literal(put(frame.param_open, "KEY", k)) + " " +
+               xml_value(g, schema) + " " + engine::grammar::gbnf_literal(frame.param_close);
     }
-    return out + " " + gbnf_literal(frame.close);
+    return out + " " + engine::grammar::gbnf_literal(frame.close);
 }
 
 }  // namespace
@@ -716,8 +689,11 @@ engine::grammar::Grammar tool_call_grammar(ToolCallForm form, const nlohmann::js
             }
             const std::string arguments = g.json_part(schema);
             g.alternatives.push_back(fmt::format(
-                "{} {} {}", gbnf_literal(with_name(syntax->call_prefix, function_name)), arguments,
-                syntax->call_suffix.empty() ? "" : gbnf_literal(syntax->call_suffix)));
+                "{} {} {}",
+                engine::grammar::gbnf_literal(with_name(syntax->call_prefix, function_name)),
+                arguments,
+                syntax->call_suffix.empty() ? ""
+                                            : engine::grammar::gbnf_literal(syntax->call_suffix)));
         } catch (const Error &e) {
             fail("tools", "tools[{}].function.parameters: {}", i, e.what());
         }
