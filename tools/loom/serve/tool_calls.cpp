@@ -168,23 +168,32 @@ Calls parse_mistral_args(std::string_view body) {
     }
 }
 
+// Text between `open` (at the start of `s`, after blanks) and `close`, consumed from `s`.
+std::optional<std::string_view> take_between(std::string_view &s, std::string_view open,
+                                             std::string_view close) {
+    s = trim(s);
+    if (!starts_with(s, open)) return std::nullopt;
+    s.remove_prefix(open.size());
+    const size_t end = s.find(close);
+    if (end == std::string_view::npos) return std::nullopt;
+    const std::string_view inside = s.substr(0, end);
+    s.remove_prefix(end + close.size());
+    return inside;
+}
+
 // Per call <｜tool▁call▁begin｜>LEFT<｜tool▁sep｜>RIGHT<｜tool▁call▁end｜>; R1 writes the type as
 // LEFT and "name\n```json\n{...}\n```" as RIGHT, V3.1 the name and the arguments.
 Calls parse_deepseek(std::string_view body, bool r1) {
     constexpr std::string_view kBegin = "<｜tool▁call▁begin｜>", kSep = "<｜tool▁sep｜>",
                                kEnd = "<｜tool▁call▁end｜>";
     std::vector<ToolCall> calls;
-    for (body = trim(body); !body.empty(); body = trim(body)) {
-        if (!starts_with(body, kBegin)) return std::nullopt;
-        body.remove_prefix(kBegin.size());
-        const size_t end = body.find(kEnd);
-        if (end == std::string_view::npos) return std::nullopt;
-        const std::string_view call = body.substr(0, end);
-        body.remove_prefix(end + kEnd.size());
-        const size_t sep = call.find(kSep);
+    while (!trim(body).empty()) {
+        const auto call = take_between(body, kBegin, kEnd);
+        if (!call) return std::nullopt;
+        const size_t sep = call->find(kSep);
         if (sep == std::string_view::npos) return std::nullopt;
-        std::string_view name = trim(call.substr(0, sep));
-        std::string_view arguments = call.substr(sep + kSep.size());
+        std::string_view name = trim(call->substr(0, sep));
+        std::string_view arguments = call->substr(sep + kSep.size());
         if (r1) {
             const size_t line = arguments.find('\n');
             if (line == std::string_view::npos) return std::nullopt;
@@ -240,19 +249,6 @@ nlohmann::json parameter_value(std::string_view text, const nlohmann::json *sche
     nlohmann::json j = nlohmann::json::parse(t, nullptr, false);
     if (j.is_discarded()) return std::string(text);
     return j;
-}
-
-// Text between `open` (at the start of `s`, after blanks) and `close`, consumed from `s`.
-std::optional<std::string_view> take_between(std::string_view &s, std::string_view open,
-                                             std::string_view close) {
-    s = trim(s);
-    if (!starts_with(s, open)) return std::nullopt;
-    s.remove_prefix(open.size());
-    const size_t end = s.find(close);
-    if (end == std::string_view::npos) return std::nullopt;
-    const std::string_view inside = s.substr(0, end);
-    s.remove_prefix(end + close.size());
-    return inside;
 }
 
 // <function=NAME>
