@@ -19,7 +19,7 @@ start_server --parallel 4 --ctx-size 2048 --chat-template chatml --threads 2
 node "$root/tests/serve/openai_test.mjs" "$loom" "$model" "$url" || fail "openai client tests"
 # The chat page at /, in headless Chromium.
 [ -x /usr/bin/chromium ] || fail "missing /usr/bin/chromium: run scripts/setup.sh"
-node "$root/tests/serve/webui_test.mjs" "$url" || fail "the chat page"
+node "$root/tests/serve/webui_test.mjs" "$url" "$tmp/webui.png" || fail "the chat page"
 stop_server
 
 # Batch invariance through the server: four prompts' greedy tokens and log-probabilities are the

@@ -56,6 +56,13 @@ await check("completions equal loom run, streamed or not", async () => {
   assert.equal(full.object, "text_completion");
   assert.equal(full.usage.completion_tokens, 5);
   assert.equal(full.usage.total_tokens, full.usage.prompt_tokens + 5);
+  // llama-server's timings beside the usage: the same counts, rates from the same clocks.
+  const t = full.timings;
+  assert.equal(t.predicted_n, 5);
+  assert.equal(t.prompt_n + t.cache_n, full.usage.prompt_tokens);
+  assert.equal(t.cache_n, full.usage.prompt_tokens_details.cached_tokens);
+  assert.ok(t.prompt_ms > 0 && t.predicted_ms > 0);
+  assert.ok(Math.abs(t.predicted_per_second - 1000 * 5 / t.predicted_ms) < 1e-6 * t.predicted_per_second);
 });
 
 await check("chat equals loom run on the rendered prompt, streamed or not", async () => {
@@ -103,6 +110,7 @@ await check("stream_options.include_usage: a last chunk of no choices with the u
   const last = chunks[chunks.length - 1];
   assert.deepEqual(last.choices, []);
   assert.equal(last.usage.completion_tokens, 6);
+  assert.equal(chunks[chunks.length - 2].timings.predicted_n, 6);  // on the answer's last chunk
   assert.equal(last.usage.total_tokens, last.usage.prompt_tokens + 6);
   assert.equal(chunks[chunks.length - 2].choices[0].finish_reason, "length");
 });

@@ -1,6 +1,6 @@
 // The scheduler on stories260K: greedy answers do not depend on what else is running, a
-// cancelled job frees its slot, the queue has a limit, the ends are reported right, a slot's
-// cells serve the next job with the same beginning, and slots save, restore and erase.
+// cancelled job frees its slot, the queue has a limit, the ends and clocks are reported right, a
+// slot's cells serve the next job with the same beginning, and slots save, restore and erase.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -38,6 +38,7 @@ Job greedy_job(const std::string &prompt, int32_t max_tokens) {
 struct Result {
     std::string text, finish_reason, error;
     int64_t n_generated = 0, n_cached = 0;
+    double prompt_ms = 0, predicted_ms = 0;
     std::vector<int32_t> tokens;  // with log-probabilities asked for
 };
 
@@ -53,8 +54,10 @@ Result wait(Task &task) {
         if (e.done) {
             r.finish_reason = e.finish_reason;
             r.error = e.error;
-            r.n_generated = e.n_generated;
-            r.n_cached = e.n_cached;
+            r.n_generated = e.counts.n_generated;
+            r.n_cached = e.counts.n_cached;
+            r.prompt_ms = e.counts.prompt_ms;
+            r.predicted_ms = e.counts.predicted_ms;
         }
     }
     return r;
@@ -136,6 +139,20 @@ TEST(SlotScheduler, ContextEndIsALengthFinish) {
     const Result r = wait(*s.submit(greedy_job("Once upon a time", -1)));
     EXPECT_EQ(r.finish_reason, "length");
     EXPECT_GT(r.n_generated, 0);
+}
+
+// A job's clocks: the prompt's time ends where the generation's begins, and both lie within the
+// time the caller waited (a bound, not a speed: nothing here times the machine).
+TEST(SlotScheduler, TimingsSplitTheJobAtItsFirstToken) {
+    SlotScheduler s(stories(), {.n_parallel = 1, .n_ctx = 256});
+    const auto start = std::chrono::steady_clock::now();
+    const Result r = wait(*s.submit(greedy_job("Once upon a time", 16)));
+    const double waited =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_EQ(r.n_generated, 16);
+    EXPECT_GT(r.prompt_ms, 0.0);
+    EXPECT_GT(r.predicted_ms, 0.0);
+    EXPECT_LE(r.prompt_ms + r.predicted_ms, waited);
 }
 
 // With --context-shift the slot drops the older half of its tokens after BOS and n_keep and goes

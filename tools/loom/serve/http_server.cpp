@@ -137,8 +137,8 @@ struct Choice {
 // The usage of all the answers: the prompt once (as OpenAI counts it), the tokens generated.
 Completion total_usage(const std::vector<Choice> &choices) {
     Completion totals = choices.front().completion;
-    totals.n_generated = 0;
-    for (const Choice &c : choices) totals.n_generated += c.completion.n_generated;
+    totals.counts.n_generated = 0;
+    for (const Choice &c : choices) totals.counts.n_generated += c.completion.counts.n_generated;
     return totals;
 }
 
@@ -445,9 +445,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
             if (e.done) {
                 completion.finish_reason =
                     completion.tool_calls.empty() ? e.finish_reason : "tool_calls";
-                completion.n_prompt = e.n_prompt;
-                completion.n_generated = e.n_generated;
-                completion.n_cached = e.n_cached;
+                completion.counts = e.counts;
             }
         }
         nlohmann::json out = completion_json(choices->front().completion, model->vocab());
@@ -455,7 +453,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
             const Completion &c = (*choices)[i].completion;
             out["choices"].push_back(completion_json(c, model->vocab())["choices"][0]);
         }
-        out["usage"] = usage_json(total_usage(*choices));
+        out["usage"] = usage_json(total_usage(*choices).counts);
         return send_json(res, 200, out);
     }
     // Server-sent events, one per event of a task, then [DONE]. A failed write also means the
@@ -491,9 +489,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                 completion.text += e.text;
                 c->first = false;
                 if (e.done) {
-                    completion.n_prompt = e.n_prompt;
-                    completion.n_generated = e.n_generated;
-                    completion.n_cached = e.n_cached;
+                    completion.counts = e.counts;
                 }
                 if (!sink.write(data.data(), data.size())) return cancel_all(), false;
             }

@@ -2,13 +2,32 @@
 
 namespace loom::serve {
 
-nlohmann::json usage_json(const Completion &c) {
+nlohmann::json usage_json(const AnswerCounts &c) {
     // cached_tokens: the prompt's beginning found in the slot's cells, not decoded again (OpenAI's
     // field for its prompt caching).
     return {{"prompt_tokens", c.n_prompt},
             {"completion_tokens", c.n_generated},
             {"total_tokens", c.n_prompt + c.n_generated},
             {"prompt_tokens_details", {{"cached_tokens", c.n_cached}}}};
+}
+
+nlohmann::json timings_json(const AnswerCounts &c) {
+    // As llama-server counts: the prompt's tokens decoded (not those found cached), and every
+    // generated token over the time since the first, which the prompt's decode produced.
+    const int64_t prompt_n = c.n_prompt - c.n_cached;
+    const auto per_token = [](double ms, int64_t n) { return n > 0 ? ms / double(n) : 0.0; };
+    const auto per_second = [](double ms, int64_t n) {
+        return ms > 0 ? 1e3 * double(n) / ms : 0.0;
+    };
+    return {{"cache_n", c.n_cached},
+            {"prompt_n", prompt_n},
+            {"prompt_ms", c.prompt_ms},
+            {"prompt_per_token_ms", per_token(c.prompt_ms, prompt_n)},
+            {"prompt_per_second", per_second(c.prompt_ms, prompt_n)},
+            {"predicted_n", c.n_generated},
+            {"predicted_ms", c.predicted_ms},
+            {"predicted_per_token_ms", per_token(c.predicted_ms, c.n_generated)},
+            {"predicted_per_second", per_second(c.predicted_ms, c.n_generated)}};
 }
 
 namespace {
@@ -96,7 +115,8 @@ nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab) 
             {"created", c.created},
             {"model", c.model},
             {"choices", nlohmann::json::array({choice})},
-            {"usage", usage_json(c)}};
+            {"usage", usage_json(c.counts)},
+            {"timings", timings_json(c.counts)}};
 }
 
 nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
@@ -123,11 +143,8 @@ nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
                             {"model", c.model},
                             {"choices", nlohmann::json::array({choice})}};
     if (event.done) {
-        Completion totals = c;
-        totals.n_prompt = event.n_prompt;
-        totals.n_generated = event.n_generated;
-        totals.n_cached = event.n_cached;
-        chunk["usage"] = usage_json(totals);
+        chunk["usage"] = usage_json(event.counts);
+        chunk["timings"] = timings_json(event.counts);
     }
     return chunk;
 }
@@ -138,7 +155,7 @@ nlohmann::json usage_chunk_json(const Completion &c) {
             {"created", c.created},
             {"model", c.model},
             {"choices", nlohmann::json::array()},
-            {"usage", usage_json(c)}};
+            {"usage", usage_json(c.counts)}};
 }
 
 nlohmann::json error_json(int status, const std::string &message, const std::string &param) {

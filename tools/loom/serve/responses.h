@@ -25,19 +25,21 @@ struct Completion {
     std::vector<std::vector<TokenLogprob>> top;
     bool logprobs = false;
     std::string finish_reason;
-    int64_t n_prompt = 0, n_generated = 0, n_cached = 0;
+    AnswerCounts counts;  // from the last event
 };
 
 // The whole answer of a non-streamed request.
 nlohmann::json completion_json(const Completion &c, const engine::Vocab &vocab);
 // One server-sent event's data for a streamed request: the text (and log-probabilities) of
 // `event`, its reasoning and tool calls (chat: tool_calls_json with indices) beside, and the
-// finish reason when it is the last.
+// finish reason, usage and timings when it is the last.
 nlohmann::json chunk_json(const Completion &c, const Event &event, bool first,
                           const engine::Vocab &vocab, const std::string &reasoning = {},
                           const nlohmann::json &tool_calls = nullptr);
 // {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details"} of `c`.
-nlohmann::json usage_json(const Completion &c);
+nlohmann::json usage_json(const AnswerCounts &c);
+// llama-server's "timings": the prompt's and the generation's tokens, milliseconds and rates.
+nlohmann::json timings_json(const AnswerCounts &c);
 // The chunk stream_options.include_usage adds after the last: no choices, the usage.
 nlohmann::json usage_chunk_json(const Completion &c);
 // {"error": {"message", "type", "param", "code"}}

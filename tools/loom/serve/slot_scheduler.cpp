@@ -56,7 +56,8 @@ struct SlotScheduler::Slot {
     // for the next one with the same beginning. Cleared when a context shift moves them.
     std::vector<int32_t> cached;
     bool shifted = false;
-    int64_t n_cached = 0;  // of the current job's prompt, found in the cells
+    int64_t n_cached = 0;                    // of the current job's prompt, found in the cells
+    Clock::time_point started, first_token;  // of the current job: its start, its first token
 
     bool busy() const { return task != nullptr; }
     bool prefilling() const { return n_prompt_done < job.prompt.size(); }
@@ -250,6 +251,8 @@ void SlotScheduler::start_queued() {
         s.n_past = keep;
         s.n_generated = 0;
         s.next_token = -1;
+        s.started = Clock::now();
+        s.first_token = {};
     }
     int64_t busy = 0;
     for (const auto &s : slots_) busy += s->busy();
@@ -292,9 +295,17 @@ void SlotScheduler::finish(Slot &slot, std::string reason, std::string error) {
     e.done = true;
     e.finish_reason = std::move(reason);
     e.error = std::move(error);
-    e.n_prompt = int64_t(slot.job.prompt.size());
-    e.n_generated = slot.n_generated;
-    e.n_cached = slot.n_cached;
+    const auto ms = [](Clock::duration d) {
+        return std::chrono::duration<double, std::milli>(d).count();
+    };
+    const auto now = Clock::now();
+    // A job that ended before its first token spent all its time on the prompt.
+    const auto first = slot.first_token == Clock::time_point{} ? now : slot.first_token;
+    e.counts = {.n_prompt = int64_t(slot.job.prompt.size()),
+                .n_generated = slot.n_generated,
+                .n_cached = slot.n_cached,
+                .prompt_ms = ms(first - slot.started),
+                .predicted_ms = ms(now - first)};
     const bool keep = e.error.empty() && !slot.shifted;
     slot.task->push(std::move(e));
     slot.task.reset();
@@ -305,6 +316,7 @@ void SlotScheduler::finish(Slot &slot, std::string reason, std::string error) {
 }
 
 void SlotScheduler::after_decode(Slot &slot, std::span<const float> logits) {
+    if (slot.first_token == Clock::time_point{}) slot.first_token = Clock::now();
     const int32_t token = slot.sampler->sample(logits, slot.grammar.get());
     slot.sampler->accept(token);
     if (slot.grammar != nullptr) slot.grammar->accept(token);

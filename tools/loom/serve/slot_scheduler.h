@@ -57,6 +57,15 @@ struct TokenLogprob {
     float logprob;
 };
 
+// A finished job's counts and clocks (its last event's), as usage and llama-server's timings
+// report them.
+struct AnswerCounts {
+    int64_t n_prompt = 0, n_generated = 0;
+    int64_t n_cached = 0;     // prompt tokens whose cells the slot already held
+    double prompt_ms = 0;     // from the job's start to its first token: the prompt's decode
+    double predicted_ms = 0;  // from its first token to its last
+};
+
 // What a running job reports: text as it becomes safe to send, then the end.
 struct Event {
     std::string text;
@@ -65,8 +74,7 @@ struct Event {
     bool done = false;
     std::string finish_reason;  // "stop" or "length" (done)
     std::string error;          // set when the job failed (done)
-    int64_t n_prompt = 0, n_generated = 0;
-    int64_t n_cached = 0;  // prompt tokens whose cells the slot already held (done)
+    AnswerCounts counts;        // (done)
 };
 
 // The handle a request holds: events to read, and a way to give up.
