@@ -97,7 +97,10 @@ void request_one_input(const uint8_t *data, size_t size) {
         serve::ToolCallForm::mistral_list, serve::ToolCallForm::mistral_args,
         serve::ToolCallForm::granite,      serve::ToolCallForm::deepseek_r1,
         serve::ToolCallForm::deepseek_v31, serve::ToolCallForm::command_r,
-        serve::ToolCallForm::command_r7b,  serve::ToolCallForm::harmony};
+        serve::ToolCallForm::command_r7b,  serve::ToolCallForm::harmony,
+        serve::ToolCallForm::qwen3_coder,  serve::ToolCallForm::glm,
+        serve::ToolCallForm::minimax_m2,   serve::ToolCallForm::kimi_k2,
+        serve::ToolCallForm::nemotron_v2};
     const serve::ToolCallForm form = kForms[size % std::size(kForms)];
     for (const bool chat : {false, true}) {
         try {
@@ -107,7 +110,7 @@ void request_one_input(const uint8_t *data, size_t size) {
                 engine::render_chat(engine::ChatFamily::chatml, r.messages, true);
                 serve::chat_inputs(body);
                 if (!r.tools.empty()) {
-                    serve::tool_call_grammar(form, r.tools, r.tool_choice_name);
+                    serve::tool_call_grammar(form, r.tools, r.tool_choice_name, size % 3 == 0);
                 }
             }
         } catch (const serve::RequestError &) {

@@ -15,6 +15,7 @@
 #include "engine/grammar/matcher.h"
 #include "loom/error.h"
 #include "tests/serve/shared_template.h"
+#include "tools/loom/serve/reasoning.h"
 #include "tools/loom/serve/tool_calls.h"
 
 namespace loom::serve {
@@ -39,6 +40,9 @@ TEST(ToolCalls, FormOfTheSharedTemplates) {
         {"openai-gpt-oss-120b", ToolCallForm::harmony},
         {"Qwen3-Coder", ToolCallForm::qwen3_coder},
         {"GLM-4.6", ToolCallForm::glm},
+        {"MiniMax-M2", ToolCallForm::minimax_m2},
+        {"moonshotai-Kimi-K2", ToolCallForm::kimi_k2},
+        {"NVIDIA-Nemotron-Nano-v2", ToolCallForm::nemotron_v2},
         // Templates that teach no form.
         {"google-gemma-2-2b-it", ToolCallForm::none},
         {"microsoft-Phi-3.5-mini-instruct", ToolCallForm::none},
@@ -164,6 +168,28 @@ TEST(ToolCalls, TheGrammarOfARequiredCall) {
     EXPECT_THROW(tool_call_grammar(ToolCallForm::none, tools, ""), Error);
 }
 
+// Where the prompt opened a <think> block, a required call closes it first: the call would
+// otherwise be read as reasoning. Closed at once, as llama.cpp's grammars do, so that no model
+// can think past its token budget instead of calling.
+TEST(ToolCalls, ARequiredCallClosesTheBlockThePromptOpened) {
+    const nlohmann::json tools = nlohmann::json::parse(R"([{"type": "function", "function": {
+        "name": "now", "parameters": {"type": "object", "properties": {}}}}])");
+    const std::string call = "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+    const auto closing = tool_call_grammar(ToolCallForm::hermes, tools, "", true);
+    EXPECT_FALSE(whole_sentence(closing, call));
+    EXPECT_FALSE(whole_sentence(closing, "A thought.</think>" + call));
+    const std::string answer = "</think>\n\n" + call;
+    EXPECT_TRUE(whole_sentence(closing, answer));
+    // As the server reads such an answer: no thought, the call.
+    ReasoningSplit split(true);
+    ReasoningSplit::Parts parts = split.push(answer);
+    const ReasoningSplit::Parts rest = split.finish();
+    EXPECT_EQ(parts.reasoning + rest.reasoning, "");
+    EXPECT_EQ(streamed({parts.content + rest.content}).second,
+              (std::vector<std::pair<std::string, std::string>>{{"now", "{}"}}));
+    EXPECT_FALSE(whole_sentence(tool_call_grammar(ToolCallForm::hermes, tools, ""), answer));
+}
+
 // Every cut of `text` into two pieces gives what the whole text gives.
 void expect_any_cut_alike(const std::string &text, ToolCallForm form) {
     const Result whole = streamed({text}, form);
@@ -201,8 +227,11 @@ TEST(ToolCalls, CallsTheTemplatesWriteReadBack) {
         {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", true},
         {"deepseek-ai-DeepSeek-V3.1", true},
         {"CohereForAI-c4ai-command-r-plus-tool_use", true},
+        {"moonshotai-Kimi-K2", true},
+        {"NVIDIA-Nemotron-Nano-v2", true},
     };
-    const char *kTurnEnds[] = {"<|eot_id|>",
+    const char *kTurnEnds[] = {"<SPECIAL_12>",
+                               "<|eot_id|>",
                                "<|eom_id|>",
                                "<|im_end|>",
                                "<|eos|>",
@@ -237,9 +266,9 @@ TEST(ToolCalls, CallsTheTemplatesWriteReadBack) {
             size_t common = size_t(
                 std::mismatch(prompt.begin(), prompt.end(), turns.begin(), turns.end()).first -
                 prompt.begin());
-            // A generation prompt that opens more than the turn does (R1's "<think>\n"): back to
-            // the end of the last marker both share.
-            if (common < prompt.size()) common = turns.rfind('>', common - 1) + 1;
+            // A generation prompt that opens more than the turn does (R1's and Nemotron's
+            // "<think>\n"): back to the beginning of the tag where they part.
+            if (common < prompt.size()) common = turns.rfind('<', common - 1);
             std::string turn = turns.substr(common);
             for (const char *end : kTurnEnds) turn = turn.substr(0, turn.find(end));
             // Command R+ writes its instructions after the turns, so the prompt and the turns
@@ -310,6 +339,33 @@ TEST(ToolCalls, TheFormsAsModelsWriteThem) {
          "Action: ```json\n[{\"tool_name\": \"a\", \"parameters\": {}}]\n```",
          "",
          {{"a", "{}"}}},
+        {ToolCallForm::minimax_m2,
+         "Both. <minimax:tool_call>\n<invoke name=\"a\">\n<parameter name=\"x\">1</parameter>\n"
+         "</invoke>\n<invoke name=\"b\">\n</invoke>\n</minimax:tool_call>",
+         "Both. ",
+         {{"a", R"({"x":1})"}, {"b", "{}"}}},
+        {ToolCallForm::minimax_m2,  // a parameter never closed: the block stays text
+         "<minimax:tool_call><invoke name=\"a\"><parameter name=\"x\">1</invoke>"
+         "</minimax:tool_call>",
+         "<minimax:tool_call><invoke name=\"a\"><parameter name=\"x\">1</invoke>"
+         "</minimax:tool_call>",
+         {}},
+        {ToolCallForm::kimi_k2,
+         "<|tool_calls_section_begin|><|tool_call_begin|>functions.a:0<|tool_call_argument_begin|>"
+         "{\"x\": 1}<|tool_call_end|><|tool_call_begin|>functions.b:1"
+         "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>",
+         "",
+         {{"a", R"({"x":1})"}, {"b", "{}"}}},
+        {ToolCallForm::kimi_k2,  // arguments that are no object: stays text
+         "<|tool_calls_section_begin|><|tool_call_begin|>functions.a:0<|tool_call_argument_begin|>"
+         "[1]<|tool_call_end|><|tool_calls_section_end|>",
+         "<|tool_calls_section_begin|><|tool_call_begin|>functions.a:0<|tool_call_argument_begin|>"
+         "[1]<|tool_call_end|><|tool_calls_section_end|>",
+         {}},
+        {ToolCallForm::nemotron_v2,
+         "Looking. <TOOLCALL>[{\"name\": \"a\", \"arguments\": {\"x\": 1}}]</TOOLCALL>",
+         "Looking. ",
+         {{"a", R"({"x":1})"}}},
     };
     for (const auto &c : cases) {
         SCOPED_TRACE(c.text);
@@ -344,6 +400,10 @@ TEST(ToolCalls, EachFormsGrammarWritesCallsItsParserReads) {
          "Action:\n```json\n[{\"tool_name\": \"@N\", \"parameters\": @A}]\n```"},
         {ToolCallForm::command_r7b,
          "<|START_ACTION|>[{\"tool_name\": \"@N\", \"parameters\": @A}]<|END_ACTION|>"},
+        {ToolCallForm::kimi_k2,
+         "<|tool_calls_section_begin|><|tool_call_begin|>functions.@N:0"
+         "<|tool_call_argument_begin|>@A<|tool_call_end|><|tool_calls_section_end|>"},
+        {ToolCallForm::nemotron_v2, "<TOOLCALL>[{\"name\": \"@N\", \"arguments\": @A}]</TOOLCALL>"},
     };
     const auto call = [](std::string frame, const std::string &name, const std::string &args) {
         frame.replace(frame.find("@N"), 2, name);
@@ -367,6 +427,18 @@ TEST(ToolCalls, EachFormsGrammarWritesCallsItsParserReads) {
         EXPECT_EQ(streamed({now}, form), Result("", {{"now", "{}"}}));
         EXPECT_FALSE(tool_call_markers(form).empty() && form != ToolCallForm::command_r);
     }
+}
+
+// Kimi K2's calls carry their own ids ("functions.NAME:INDEX"), which its template shows the
+// model beside each result: they are the calls' ids.
+TEST(ToolCalls, KimiCallsKeepTheirIds) {
+    ToolCallParser parser(ToolCallForm::kimi_k2);
+    ToolCallParser::Parts parts = parser.push(
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:3"
+        "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>");
+    ASSERT_EQ(parts.calls.size(), 1u);
+    EXPECT_EQ(parts.calls[0].name, "get_weather");
+    EXPECT_EQ(parts.calls[0].id, "functions.get_weather:3");
 }
 
 // Mistral's templates refuse a call whose id is not nine letters and digits when it comes back.
@@ -396,7 +468,7 @@ TEST(ToolCalls, XmlFormsReadValuesByTheToolsSchemas) {
                                  "description": "Hours."}}}}}])");
     const nlohmann::json arguments = nlohmann::json::parse(
         R"({"city": "Paris\nFrance", "zip": "75001", "days": 3, "metric": true, "hours": [9, 17]})");
-    for (const char *name : {"Qwen3-Coder", "GLM-4.6"}) {
+    for (const char *name : {"Qwen3-Coder", "GLM-4.6", "MiniMax-M2"}) {
         SCOPED_TRACE(name);
         const std::string source = shared_template(name);
         const ToolCallForm form = tool_call_form(source);
@@ -413,10 +485,12 @@ TEST(ToolCalls, XmlFormsReadValuesByTheToolsSchemas) {
             chat.render({.messages = engine::chat_messages_from_json(messages.dump()),
                          .tools = engine::chat_tools_from_json(tools.dump()),
                          .add_generation_prompt = false});
-        const size_t open = turns.rfind("<tool_call>");
-        const size_t close = turns.rfind("</tool_call>");
+        const std::string_view tag =
+            form == ToolCallForm::minimax_m2 ? "minimax:tool_call>" : "tool_call>";
+        const size_t open = turns.rfind("<" + std::string(tag));
+        const size_t close = turns.rfind("</" + std::string(tag));
         ASSERT_TRUE(open != std::string::npos && close != std::string::npos) << turns;
-        const std::string turn = turns.substr(open, close + 12 - open);
+        const std::string turn = turns.substr(open, close + tag.size() + 2 - open);
         SCOPED_TRACE(turn);
         const Result got = streamed({turn}, form, tools);
         ASSERT_EQ(got.second.size(), 1u) << got.first;
@@ -450,6 +524,10 @@ TEST(ToolCalls, XmlFormsGrammarsWriteCallsTheirParsersRead) {
          "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>New York</arg_value>\n"
          "<arg_key>unit</arg_key>\n<arg_value>F</arg_value>\n<arg_key>days</arg_key>\n"
          "<arg_value>3</arg_value>\n</tool_call>"},
+        {ToolCallForm::minimax_m2,
+         "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">New York"
+         "</parameter>\n<parameter name=\"unit\">F</parameter>\n<parameter name=\"days\">3"
+         "</parameter>\n</invoke>\n</minimax:tool_call>"},
     };
     for (const auto &[form, text] : calls) {
         SCOPED_TRACE(text);

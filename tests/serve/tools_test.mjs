@@ -1,13 +1,13 @@
-// Tool calls through the official openai client, on a model whose template teaches Hermes's
-// <tool_call> form (tests/serve/hermes_tools.jinja) or Mistral's [TOOL_CALLS] list (Mistral
-// Nemo's own template, whose ids must be nine letters and digits) or gpt-oss's harmony channels
-// (its own template) or Qwen3-Coder's XML (its own template): a required call and a named one
-// (grammars, so that even this small model writes a valid call; 600 tokens bound the longest a call's
-// grammar allows, whitespace included, at a character a token), streamed and not; the round trip
-// (the call, the tool's result, an answer); an answer that mixes text and a call; tool_choice
-// "none"; and the 400s.
-// Usage: node tools_test.mjs BASE_URL [hermes|mistral_list|harmony|qwen3_coder]   (a server on that template already
-// at BASE_URL)
+// Tool calls through the official openai client, on a model whose template teaches one of the
+// forms: Hermes's <tool_call> (tests/serve/hermes_tools.jinja), or the real templates of Mistral
+// Nemo ([TOOL_CALLS] list; ids of nine letters and digits), gpt-oss (harmony channels),
+// Qwen3-Coder and MiniMax M2 (XML; MiniMax's prompt opens a <think> block) and Kimi K2: a
+// required call and a named one (grammars, so that even this small model writes a valid call;
+// 600 tokens bound the longest a call's grammar allows, whitespace included, at a character a
+// token), streamed and not; the round trip (the call, the tool's result, an answer); an answer
+// that mixes text and a call; tool_choice "none"; and the 400s.
+// Usage: node tools_test.mjs BASE_URL [hermes|mistral_list|harmony|qwen3_coder|minimax_m2|kimi_k2]
+// (a server on that template already at BASE_URL)
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 import { check } from "./check.mjs";
@@ -23,6 +23,8 @@ const tools = [
     type: "object", properties: { zone: { type: "string", maxLength: 8 } }, required: ["zone"] } } },
 ];
 const question = [{ role: "user", content: "What is the weather in Paris?" }];
+// MiniMax M2's prompt opens a <think> block, which a required call's grammar closes first.
+const thinks = form === "minimax_m2";
 
 function checkCall(call, names) {
   assert.equal(call.type, "function");
@@ -86,13 +88,16 @@ const mixed = {
   mistral_list: 'Let me check. [TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Oslo"}}]',
   harmony: '<|channel|>commentary<|message|>Let me check. <|end|><|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Oslo"}',
   qwen3_coder: 'Let me check. <tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>',
+  minimax_m2: 'Let me check. <minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo</parameter>\n</invoke>\n</minimax:tool_call>',
+  kimi_k2: 'Let me check. <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Oslo"}<|tool_call_end|><|tool_calls_section_end|>',
 }[form];
 // With tool_choice none the call stays as written: for harmony, the preamble's channel is still
 // read, and the call's message comes as written after it.
 const asText = form === "harmony"
   ? 'Let me check. <|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Oslo"}'
   : mixed;
-const forced = { grammar: `root ::= ${JSON.stringify(mixed)}` };
+// After a thought where the prompt opened one: the thought is reasoning, the rest as before.
+const forced = { grammar: `root ::= ${JSON.stringify((thinks ? "A thought.</think>\n\n" : "") + mixed)}` };
 await check("tool_choice auto: text and a call apart; none: all text", async () => {
   const auto = await client.chat.completions.create({
     model, messages: question, tools, max_tokens: 200, ...forced });
@@ -117,7 +122,7 @@ await check("bad tools and tool_choice are 400s naming the field", async () => {
   await bad({ tools, tool_choice: "required", response_format: { type: "json_object" } },
             "tool_choice");
   // The XML forms write only the required parameters, so an optional one's schema is not read.
-  if (form !== "qwen3_coder") {
+  if (form !== "qwen3_coder" && form !== "minimax_m2") {
     await bad({ tools: [{ type: "function", function: { name: "f", description: "f", parameters: {
                 type: "object", properties: { s: { type: "string", pattern: "(?=x)" } } } } }],
                 tool_choice: "required" }, "tool_choice");

@@ -104,7 +104,9 @@ class AnswerParts {
             out.content = std::move(parts.content);
             out.calls = std::move(parts.calls);
         }
-        for (ToolCall &c : out.calls) c.id = new_tool_call_id(form_);
+        for (ToolCall &c : out.calls) {
+            if (c.id.empty()) c.id = new_tool_call_id(form_);
+        }
         return out;
     }
 
@@ -348,7 +350,8 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                                "grammar: give one constraint");
         }
         try {
-            grammar = tool_call_grammar(form, request.tools, request.tool_choice_name);
+            grammar = tool_call_grammar(form, request.tools, request.tool_choice_name,
+                                        prompt_opens_reasoning(chat_text));
         } catch (const Error &e) {
             throw RequestError(400, "tool_choice", e.what());
         }

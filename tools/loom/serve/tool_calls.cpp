@@ -299,6 +299,55 @@ Calls parse_glm(std::string_view body, const nlohmann::json &tools) {
     return std::vector<ToolCall>{{std::string(name), arguments.dump()}};
 }
 
+// <invoke name="NAME">
+// <parameter name="KEY">VALUE</parameter>
+// ...
+// </invoke>, once per call
+Calls parse_minimax_m2(std::string_view body, const nlohmann::json &tools) {
+    std::vector<ToolCall> calls;
+    while (!trim(body).empty()) {
+        const auto name = take_between(body, "<invoke name=\"", "\">");
+        if (!name || trim(*name).empty()) return std::nullopt;
+        nlohmann::json arguments = nlohmann::json::object();
+        for (;;) {
+            body = trim(body);
+            if (starts_with(body, "</invoke>")) break;
+            const auto key = take_between(body, "<parameter name=\"", "\">");
+            const size_t end = key ? body.find("</parameter>") : std::string_view::npos;
+            if (end == std::string_view::npos) return std::nullopt;
+            arguments[std::string(trim(*key))] = parameter_value(
+                body.substr(0, end), parameter_schema(tools, trim(*name), trim(*key)));
+            body.remove_prefix(end + 12);
+        }
+        body.remove_prefix(9);
+        calls.push_back({std::string(trim(*name)), arguments.dump()});
+    }
+    if (calls.empty()) return std::nullopt;
+    return calls;
+}
+
+// Per call <|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|>{...}
+// <|tool_call_end|>; "functions.NAME:INDEX" is also the call's id, which the template shows the
+// model again beside the call's result.
+Calls parse_kimi_k2(std::string_view body) {
+    constexpr std::string_view kArguments = "<|tool_call_argument_begin|>";
+    std::vector<ToolCall> calls;
+    while (!trim(body).empty()) {
+        const auto call = take_between(body, "<|tool_call_begin|>", "<|tool_call_end|>");
+        const size_t sep = call ? call->find(kArguments) : std::string_view::npos;
+        if (sep == std::string_view::npos) return std::nullopt;
+        const std::string_view id = trim(call->substr(0, sep));
+        std::string_view name = id;
+        if (starts_with(name, "functions.")) name.remove_prefix(10);
+        name = name.substr(0, name.rfind(':'));
+        std::optional<std::string> args = json_object_text(call->substr(sep + kArguments.size()));
+        if (name.empty() || !args) return std::nullopt;
+        calls.push_back(ToolCall{std::string(name), std::move(*args), std::string(id)});
+    }
+    if (calls.empty()) return std::nullopt;
+    return calls;
+}
+
 constexpr std::array<std::string_view, 6> kGlmMarkers{
     "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"};
 constexpr std::array<std::string_view, 2> kHermesMarkers{"<tool_call>", "</tool_call>"};
@@ -310,6 +359,12 @@ constexpr std::array<std::string_view, 1> kGraniteMarkers{"<|tool_call|>"};
 constexpr std::array<std::string_view, 5> kDeepseekMarkers{
     "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
     "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"};
+constexpr std::array<std::string_view, 2> kMinimaxMarkers{"<minimax:tool_call>",
+                                                          "</minimax:tool_call>"};
+constexpr std::array<std::string_view, 5> kKimiMarkers{
+    "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>", "<|tool_call_end|>"};
+constexpr std::array<std::string_view, 2> kNemotronMarkers{"<TOOLCALL>", "</TOOLCALL>"};
 constexpr std::array<std::string_view, 2> kCommandR7bMarkers{"<|START_ACTION|>", "<|END_ACTION|>"};
 constexpr std::array<std::string_view, 7> kHarmonyMarkers{
     "<|start|>",     "<|channel|>", "<|message|>", "<|end|>",
@@ -338,7 +393,7 @@ namespace {
 
 using Syntax = ToolCallSyntax;
 
-const std::array<Syntax, 12> kSyntaxes{{
+const std::array<Syntax, 15> kSyntaxes{{
     {ToolCallForm::hermes, "hermes", "<tool_call>", "", "</tool_call>", parse_hermes,
      "<tool_call>\n{\"name\": \"NAME\", \"arguments\": ", "}\n</tool_call>", kHermesMarkers},
     {ToolCallForm::llama3_json, "llama3_json", "<|python_tag|>", "{", "", parse_llama3,
@@ -374,6 +429,15 @@ const std::array<Syntax, 12> kSyntaxes{{
      kHermesMarkers, parse_qwen3_coder},
     {ToolCallForm::glm, "glm", "<tool_call>", "", "</tool_call>", nullptr, "", "", kGlmMarkers,
      parse_glm},
+    {ToolCallForm::minimax_m2, "minimax_m2", "<minimax:tool_call>", "", "</minimax:tool_call>",
+     nullptr, "", "", kMinimaxMarkers, parse_minimax_m2},
+    {ToolCallForm::kimi_k2, "kimi_k2", "<|tool_calls_section_begin|>", "",
+     "<|tool_calls_section_end|>", parse_kimi_k2,
+     "<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>",
+     "<|tool_call_end|><|tool_calls_section_end|>", kKimiMarkers},
+    {ToolCallForm::nemotron_v2, "nemotron_v2", "<TOOLCALL>", "", "</TOOLCALL>",
+     parse_name_arguments_list, "<TOOLCALL>[{\"name\": \"NAME\", \"arguments\": ", "}]</TOOLCALL>",
+     kNemotronMarkers},
     // The call's <|call|> ends the generation: the grammar lets it end after the arguments.
     {ToolCallForm::harmony, "harmony", "", "", "", nullptr,
      "<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>", "", kHarmonyMarkers},
@@ -409,6 +473,9 @@ ToolCallForm tool_call_form(std::string_view source) {
         return has("[ARGS]") ? ToolCallForm::mistral_args : ToolCallForm::mistral_list;
     }
     if (has("<|START_ACTION|>")) return ToolCallForm::command_r7b;
+    if (has("<minimax:tool_call>")) return ToolCallForm::minimax_m2;
+    if (has("<|tool_calls_section_begin|>")) return ToolCallForm::kimi_k2;
+    if (has("<TOOLCALL>")) return ToolCallForm::nemotron_v2;
     // Qwen3-Coder's and GLM's XML inside <tool_call> (before Hermes's JSON in the same tags).
     if (has("<tool_call>") && has("<function=") && has("<parameter=")) {
         return ToolCallForm::qwen3_coder;
@@ -563,6 +630,9 @@ constexpr XmlFrame kQwen3CoderFrame{"<tool_call>\n<function=NAME>\n", "<paramete
                                     "\n</parameter>\n", "</function>\n</tool_call>"};
 constexpr XmlFrame kGlmFrame{"<tool_call>NAME\n", "<arg_key>KEY</arg_key>\n<arg_value>",
                              "</arg_value>\n", "</tool_call>"};
+constexpr XmlFrame kMinimaxFrame{"<minimax:tool_call>\n<invoke name=\"NAME\">\n",
+                                 "<parameter name=\"KEY\">", "</parameter>\n",
+                                 "</invoke>\n</minimax:tool_call>"};
 
 std::string put(std::string_view frame, std::string_view placeholder, const std::string &value) {
     std::string out(frame);
@@ -581,8 +651,10 @@ struct CallGrammar {
             engine::grammar::parse_gbnf(engine::grammar::json_schema_to_gbnf(schema.dump())));
         return fmt::format("part-{}", parts.size() - 1);
     }
-    engine::grammar::Grammar build() const {
-        std::string frame = fmt::format("tool-call ::= {}\n", fmt::join(alternatives, " | "));
+    // `lead`: what may come before the call (a rule's right side, or empty).
+    engine::grammar::Grammar build(std::string_view lead) const {
+        std::string frame =
+            fmt::format("tool-call ::= {} ( {} )\n", lead, fmt::join(alternatives, " | "));
         for (size_t i = 0; i < parts.size(); ++i) frame += fmt::format("part-{} ::= \"{{\"\n", i);
         engine::grammar::Grammar grammar = engine::grammar::parse_gbnf(frame, "tool-call");
         for (size_t i = 0; i < parts.size(); ++i) {
@@ -657,16 +729,17 @@ std::string xml_call(CallGrammar &g, const XmlFrame &frame, const nlohmann::json
 }  // namespace
 
 engine::grammar::Grammar tool_call_grammar(ToolCallForm form, const nlohmann::json &tools,
-                                           const std::string &name) {
+                                           const std::string &name, bool close_reasoning) {
     const Syntax *syntax = syntax_of(form);
     if (syntax == nullptr) {
         fail("tools",
              "the model's chat template teaches no tool call form Loom knows, so tool_choice "
              "cannot require a call");
     }
-    const XmlFrame *xml = form == ToolCallForm::qwen3_coder ? &kQwen3CoderFrame
-                          : form == ToolCallForm::glm       ? &kGlmFrame
-                                                            : nullptr;
+    const XmlFrame *xml = form == ToolCallForm::qwen3_coder  ? &kQwen3CoderFrame
+                          : form == ToolCallForm::glm        ? &kGlmFrame
+                          : form == ToolCallForm::minimax_m2 ? &kMinimaxFrame
+                                                             : nullptr;
     // One alternative per tool: the form's frame around the grammar of the tool's parameters
     // (the XML forms: around each required parameter's value).
     CallGrammar g;
@@ -697,7 +770,9 @@ engine::grammar::Grammar tool_call_grammar(ToolCallForm form, const nlohmann::js
     if (g.alternatives.empty()) {
         fail("tools", "tool_choice names '{}', which is not among the tools", name);
     }
-    return g.build();
+    // The block the prompt opened closes first (and at once: a thought of unbounded length would
+    // let a small model never reach the call), or the call would be read as reasoning.
+    return g.build(close_reasoning ? R"("</think>" [ \t\n]{0,4})" : "");
 }
 
 }  // namespace loom::serve

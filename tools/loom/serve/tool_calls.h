@@ -18,8 +18,14 @@
 //   command_r7b   <|START_ACTION|>[{"tool_name": N, "parameters": {...}}, ...]<|END_ACTION|>
 //   qwen3_coder   <tool_call><function=N><parameter=K>value</parameter>...</function></tool_call>
 //   glm           <tool_call>N<arg_key>K</arg_key><arg_value>value</arg_value>...</tool_call>
-//                 (these two write values as text: typed by the tool's schema, a string where it
-//                 says so, else JSON; a required call's grammar writes the required parameters)
+//   minimax_m2    <minimax:tool_call><invoke name="N"><parameter name="K">value</parameter>...
+//                 </invoke>...</minimax:tool_call> (MiniMax M2)
+//                 (these three write values as text: typed by the tool's schema, a string where
+//                 it says so, else JSON; a required call's grammar writes the required parameters)
+//   kimi_k2       <|tool_calls_section_begin|> then per call <|tool_call_begin|>functions.N:I
+//                 <|tool_call_argument_begin|>{...}<|tool_call_end|>, then
+//                 <|tool_calls_section_end|> (Kimi K2; "functions.N:I" is the call's id)
+//   nemotron_v2   <TOOLCALL>[{"name": N, "arguments": {...}}, ...]</TOOLCALL> (Nemotron Nano 2)
 //   harmony       gpt-oss's messages, a call one to functions.N on the commentary channel with
 //                 the arguments as its body (harmony.h reads these answers, reasoning too)
 // Their markers are special tokens in most of these vocabularies, which generated text shows
@@ -53,6 +59,9 @@ enum class ToolCallForm {
     harmony,
     qwen3_coder,
     glm,
+    minimax_m2,
+    kimi_k2,
+    nemotron_v2,
 };
 
 // The form a chat template teaches (ToolCallForm::none: the answer is left as text).
@@ -64,7 +73,7 @@ std::span<const std::string_view> tool_call_markers(ToolCallForm form);
 struct ToolCall {
     std::string name;
     std::string arguments;  // JSON text of an object
-    std::string id;         // given by the server ("call_...")
+    std::string id;         // the model's own (Kimi K2), else given by the server ("call_...")
 };
 
 // The compact JSON text of `text` if it is a JSON object, or the JSON text of one (as some models
@@ -111,9 +120,11 @@ class ToolCallParser {
 
 // The grammar for tool_choice "required" (`name` empty: any of the tools) or one named function,
 // in `form`: one call block whose JSON names the function and whose arguments follow its
-// `parameters` schema (an object when it has none). `tools` is the request's checked list.
-// loom::Error for a form without calls, or a schema the converter refuses, naming the tool.
+// `parameters` schema (an object when it has none); with `close_reasoning` (the prompt opened a
+// <think> block) a "</think>" first, as llama.cpp's grammars write it. `tools` is the request's
+// checked list. loom::Error for a form without calls, or a schema the converter refuses, naming
+// the tool.
 engine::grammar::Grammar tool_call_grammar(ToolCallForm form, const nlohmann::json &tools,
-                                           const std::string &name);
+                                           const std::string &name, bool close_reasoning = false);
 
 }  // namespace loom::serve
