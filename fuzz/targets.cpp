@@ -15,6 +15,7 @@
 #include "engine/jinja/template.h"
 #include "loom/error.h"
 #include "loom/gguf.h"
+#include "tools/loom/serve/functionary.h"
 #include "tools/loom/serve/harmony.h"
 #include "tools/loom/serve/reasoning.h"
 #include "tools/loom/serve/request.h"
@@ -100,7 +101,7 @@ void request_one_input(const uint8_t *data, size_t size) {
         serve::ToolCallForm::command_r7b,  serve::ToolCallForm::harmony,
         serve::ToolCallForm::qwen3_coder,  serve::ToolCallForm::glm,
         serve::ToolCallForm::minimax_m2,   serve::ToolCallForm::kimi_k2,
-        serve::ToolCallForm::nemotron_v2};
+        serve::ToolCallForm::nemotron_v2,  serve::ToolCallForm::functionary_v32};
     const serve::ToolCallForm form = kForms[size % std::size(kForms)];
     for (const bool chat : {false, true}) {
         try {
@@ -121,6 +122,8 @@ void request_one_input(const uint8_t *data, size_t size) {
     check_cut<serve::ReasoningSplit>(body, cut, size % 2 == 1);
     if (form == serve::ToolCallForm::harmony) {
         check_cut<serve::HarmonyParser>(body, cut, size % 4 < 2);
+    } else if (form == serve::ToolCallForm::functionary_v32) {
+        check_cut<serve::FunctionaryParser>(body, cut, size % 4 < 2);
     } else {
         check_cut<serve::ToolCallParser>(body, cut, form);
     }

@@ -37,29 +37,79 @@ std::optional<Value> with_empty_contents(const Value &messages) {
     return Value::list(std::move(out));
 }
 
+// The messages with every tool call's object arguments written back as JSON text (as
+// json.dumps writes it), or none if no call has object arguments.
+std::optional<Value> with_text_arguments(const Value &messages) {
+    if (!messages.is_list()) return std::nullopt;
+    jinja::Budget budget(jinja::RenderLimits{}.max_steps);
+    bool changed = false;
+    std::vector<Value> out;
+    for (const Value &message : messages.items()) {
+        const Value *calls = message.is_dict() ? message.dict().find("tool_calls") : nullptr;
+        if (calls == nullptr || !calls->is_list()) {
+            out.push_back(message);
+            continue;
+        }
+        std::vector<Value> new_calls;
+        for (const Value &call : calls->items()) {
+            const Value *function = call.is_dict() ? call.dict().find("function") : nullptr;
+            const Value *arguments = function != nullptr && function->is_dict()
+                                         ? function->dict().find("arguments")
+                                         : nullptr;
+            if (arguments == nullptr || !arguments->is_dict()) {
+                new_calls.push_back(call);
+                continue;
+            }
+            jinja::Dict new_function = function->dict();
+            new_function.set(Value("arguments"), Value(jinja::to_json(*arguments, {}, budget)));
+            jinja::Dict new_call = call.dict();
+            new_call.set(Value("function"), Value::dict(std::move(new_function)));
+            new_calls.push_back(Value::dict(std::move(new_call)));
+            changed = true;
+        }
+        jinja::Dict new_message = message.dict();
+        new_message.set(Value("tool_calls"), Value::list(std::move(new_calls)));
+        out.push_back(Value::dict(std::move(new_message)));
+    }
+    if (!changed) return std::nullopt;
+    return Value::list(std::move(out));
+}
+
 }  // namespace
 
+std::string JinjaChatTemplate::render_strict(const ChatRender &chat) const {
+    return template_.render({
+        {"messages", chat.messages},
+        {"tools", chat.tools},
+        {"add_generation_prompt", Value(chat.add_generation_prompt)},
+        {"bos_token", Value(bos_token_)},
+        {"eos_token", Value(eos_token_)},
+        {"raise_exception", jinja::raise_exception_function()},
+        {"strftime_now", jinja::strftime_now_function(chat.now)},
+    });
+}
+
 std::string JinjaChatTemplate::render(const ChatRender &chat) const {
-    const auto render_with = [&](const Value &messages) {
-        return template_.render({
-            {"messages", messages},
-            {"tools", chat.tools},
-            {"add_generation_prompt", Value(chat.add_generation_prompt)},
-            {"bos_token", Value(bos_token_)},
-            {"eos_token", Value(eos_token_)},
-            {"raise_exception", jinja::raise_exception_function()},
-            {"strftime_now", jinja::strftime_now_function(chat.now)},
-        });
-    };
     try {
-        return render_with(chat.messages);
+        return render_strict(chat);
     } catch (const jinja::TemplateError &) {
-        // OpenAI's clients send an assistant turn that made tool calls back with "content":
-        // null, which some templates cannot take (gpt-oss's tests `"..." in message.content`);
-        // as llama.cpp does, such a template gets "" instead. Other failures fail again.
-        const std::optional<Value> retry = with_empty_contents(chat.messages);
-        if (!retry) throw;
-        return render_with(*retry);
+        // What some templates cannot take, given as they can, as llama.cpp does. OpenAI's
+        // clients send an assistant turn that made tool calls back with "content": null, which
+        // gpt-oss's tests with `"..." in message.content`: it gets "". Arguments are given as
+        // objects, which most templates print with |tojson, but Functionary v3.2's adds to a
+        // string: it gets them as JSON text. Other failures fail as they did.
+        const std::optional<Value> empty = with_empty_contents(chat.messages);
+        const std::optional<Value> text = with_text_arguments(empty.value_or(chat.messages));
+        for (const std::optional<Value> *retry : {&empty, &text}) {
+            if (!retry->has_value()) continue;
+            ChatRender again = chat;
+            again.messages = **retry;
+            try {
+                return render_strict(again);
+            } catch (const jinja::TemplateError &) {
+            }
+        }
+        throw;
     }
 }
 

@@ -5,7 +5,8 @@
 //
 // Messages and tools are the OpenAI JSON shapes. A tool call's function.arguments may be an
 // object or a JSON string; a string that parses as a JSON object becomes that object (as
-// llama.cpp does, since templates print arguments with |tojson or iterate them with |items).
+// llama.cpp does, since templates print arguments with |tojson or iterate them with |items); a
+// template that fails on them gets them back as JSON text (render, not render_strict).
 #include <ctime>
 #include <string>
 #include <string_view>
@@ -27,8 +28,12 @@ class JinjaChatTemplate {
     // jinja::TemplateError (naming the line) when the source does not parse.
     JinjaChatTemplate(std::string_view source, std::string bos_token, std::string eos_token);
 
-    // jinja::TemplateError when the template fails or raises.
+    // jinja::TemplateError when the template fails or raises. Where it fails on what OpenAI's
+    // clients send, it is given what it can take, as llama.cpp gives it: "" for a calling turn's
+    // null content, a call's arguments as JSON text instead of an object.
     std::string render(const ChatRender &chat) const;
+    // The template on exactly these values, as transformers' apply_chat_template runs it.
+    std::string render_strict(const ChatRender &chat) const;
 
     const std::string &bos_token() const { return bos_token_; }
 

@@ -197,7 +197,7 @@ stop_server
 
 # Tool calls through the openai client, on a template in each of these forms: Hermes's
 # <tool_call> (a template of ours), and the real templates of Mistral Nemo ([TOOL_CALLS] list),
-# gpt-oss (harmony channels), Qwen3-Coder and MiniMax M2 (XML) and Kimi K2.
+# gpt-oss (harmony channels), Qwen3-Coder and MiniMax M2 (XML), Kimi K2 and Functionary v3.2.
 tools_on_template() {  # tools_on_template TEMPLATE_FILE FORM CTX_SIZE
     [ -f "$1" ] || fail "missing $1 (../shared beside the repository)"
     "$loom" gguf set "$model" "$tmp/tools.gguf" --string-file tokenizer.chat_template="$1"
@@ -214,6 +214,7 @@ tools_on_template "$templates/openai-gpt-oss-120b/template.jinja" harmony 2048
 tools_on_template "$templates/Qwen3-Coder/template.jinja" qwen3_coder 4096
 tools_on_template "$templates/MiniMax-M2/template.jinja" minimax_m2 4096
 tools_on_template "$templates/moonshotai-Kimi-K2/template.jinja" kimi_k2 2048
+tools_on_template "$templates/meetkai-functionary-medium-v3.2/template.jinja" functionary_v32 4096
 
 # A thinking model's answer: a template that opens <think> in the generation prompt, the output
 # forced by a grammar. The block goes to reasoning_content and the rest to content, streamed or

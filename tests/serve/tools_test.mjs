@@ -1,13 +1,15 @@
 // Tool calls through the official openai client, on a model whose template teaches one of the
 // forms: Hermes's <tool_call> (tests/serve/hermes_tools.jinja), or the real templates of Mistral
 // Nemo ([TOOL_CALLS] list; ids of nine letters and digits), gpt-oss (harmony channels),
-// Qwen3-Coder and MiniMax M2 (XML; MiniMax's prompt opens a <think> block) and Kimi K2: a
-// required call and a named one (grammars, so that even this small model writes a valid call;
-// 600 tokens bound the longest a call's grammar allows, whitespace included, at a character a
-// token), streamed and not; the round trip (the call, the tool's result, an answer); an answer
-// that mixes text and a call; tool_choice "none"; and the 400s.
-// Usage: node tools_test.mjs BASE_URL [hermes|mistral_list|harmony|qwen3_coder|minimax_m2|kimi_k2]
-// (a server on that template already at BASE_URL)
+// Qwen3-Coder and MiniMax M2 (XML; MiniMax's prompt opens a <think> block), Kimi K2 and
+// Functionary v3.2 (messages to recipients): a required call and a named one (grammars, so that
+// even this small model writes a valid call; 600 tokens bound the longest a call's grammar
+// allows, whitespace included, at a character a token), streamed and not; the round trip (the
+// call, the tool's result, an answer); an answer that mixes text and a call; tool_choice "none";
+// and the 400s.
+// Usage: node tools_test.mjs BASE_URL [FORM]   (FORM: hermes, mistral_list, harmony,
+// qwen3_coder, minimax_m2, kimi_k2 or functionary_v32; a server on that template already at
+// BASE_URL)
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 import { check } from "./check.mjs";
@@ -90,12 +92,15 @@ const mixed = {
   qwen3_coder: 'Let me check. <tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>',
   minimax_m2: 'Let me check. <minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo</parameter>\n</invoke>\n</minimax:tool_call>',
   kimi_k2: 'Let me check. <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Oslo"}<|tool_call_end|><|tool_calls_section_end|>',
+  // The prompt wrote the first ">>>": the answer begins with its recipient.
+  functionary_v32: 'all\nLet me check. >>>get_weather\n{"city": "Oslo"}',
 }[form];
 // With tool_choice none the call stays as written: for harmony, the preamble's channel is still
 // read, and the call's message comes as written after it.
+// Functionary's recipients are read from every answer too: the text to "all" is the content.
 const asText = form === "harmony"
   ? 'Let me check. <|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Oslo"}'
-  : mixed;
+  : form === "functionary_v32" ? mixed.slice(4) : mixed;
 // After a thought where the prompt opened one: the thought is reasoning, the rest as before.
 const forced = { grammar: `root ::= ${JSON.stringify((thinks ? "A thought.</think>\n\n" : "") + mixed)}` };
 await check("tool_choice auto: text and a call apart; none: all text", async () => {

@@ -79,7 +79,8 @@ void run_template(const TemplateOptions &options) {
     }
     chat.add_generation_prompt = options.add_generation_prompt;
     chat.now = options.now.empty() ? engine::local_time_now() : parse_date(options.now);
-    const std::string prompt = chat_template.render(chat);
+    // As transformers renders it: a template that fails on these messages fails here too.
+    const std::string prompt = chat_template.render_strict(chat);
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);
     std::fflush(stdout);
 }

@@ -203,6 +203,34 @@ TEST(JinjaChatTemplate, NullContentOfACallingTurn) {
     const JinjaChatTemplate tells("{% for m in messages %}{{ m.content is none }},{% endfor %}", "",
                                   "");
     EXPECT_EQ(tells.render({.messages = turns("null")}), "False,True,False,");
+    // As transformers runs it, the template fails on null.
+    EXPECT_THROW(oss.render_strict({.messages = turns("null"), .tools = tools}),
+                 jinja::TemplateError);
+}
+
+// Functionary v3.2's template adds a call's arguments to a string: given objects (as every call's
+// arguments are given, parsed), it fails, as it does in transformers; render gives it the JSON
+// text instead, as json.dumps writes it, and the template writes the call as its model learned.
+TEST(JinjaChatTemplate, ArgumentsAsTextForATemplateThatAddsThem) {
+    const jinja::Value messages = chat_messages_from_json(R"([
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+          "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\",\"days\":2}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "18C"}])");
+    const std::string path =
+        kShared + "/fixtures/chat-templates/meetkai-functionary-medium-v3.2/template.jinja";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "missing " << path << " (../shared beside the repository)";
+    const JinjaChatTemplate functionary(std::string(std::istreambuf_iterator<char>(in), {}),
+                                        "<|bos|>", "<|eos|>");
+    EXPECT_THROW(functionary.render_strict({.messages = messages}), jinja::TemplateError);
+    const std::string prompt = functionary.render({.messages = messages});
+    EXPECT_NE(prompt.find(">>>get_weather\n{\"city\": \"Paris\", \"days\": 2}<|eot_id|>"),
+              std::string::npos)
+        << prompt;
+    // A template that fails for another reason fails as it did.
+    const JinjaChatTemplate broken("{{ raise_exception('no') }}", "", "");
+    EXPECT_THROW(broken.render({.messages = messages}), jinja::TemplateError);
 }
 
 }  // namespace

@@ -41,11 +41,11 @@ TEST(JinjaFixtures, EveryCaseMatchesTheReference) {
             chat.now = testing::fixed_now();
             const auto &want = !c["output"].is_null() ? c["output"] : c["output_jinja2"];
             if (!want.is_null()) {
-                EXPECT_EQ(chat_template.render(chat), want.get<std::string>());
+                EXPECT_EQ(chat_template.render_strict(chat), want.get<std::string>());
                 continue;
             }
             try {
-                chat_template.render(chat);
+                chat_template.render_strict(chat);
                 ADD_FAILURE() << "rendered, but both reference renderers failed: " << c["error"];
             } catch (const TemplateError &e) {
                 if (c["error_source"] == "raise_exception") {

@@ -16,6 +16,7 @@
 #include "tools/loom/serve/chat_page.h"
 #include "tools/loom/serve/chat_prompt.h"
 #include "tools/loom/serve/client_connection.h"
+#include "tools/loom/serve/functionary.h"
 #include "tools/loom/serve/harmony.h"
 #include "tools/loom/serve/metrics.h"
 #include "tools/loom/serve/reasoning.h"
@@ -64,8 +65,8 @@ constexpr auto kPoll = std::chrono::milliseconds(20);
 
 // A chat answer taken apart as it streams: the <think> block (reasoning.h), then tool calls in
 // the rest (tool_calls.h), each call given an id; or, for gpt-oss, its harmony messages
-// (harmony.h). The same for streamed and whole answers, since where the text is cut changes no
-// part.
+// (harmony.h), and for Functionary v3.2 its recipients' messages (functionary.h). The same for
+// streamed and whole answers, since where the text is cut changes no part.
 class AnswerParts {
   public:
     // `form`: the template's; `parse_calls`: the request asks for calls to be read.
@@ -74,6 +75,11 @@ class AnswerParts {
         : form_(form) {
         if (form == ToolCallForm::harmony) {
             if (split_reasoning || parse_calls) harmony_.emplace(parse_calls);
+            return;
+        }
+        // Every answer on its template begins with a recipient line, calls or not.
+        if (form == ToolCallForm::functionary_v32) {
+            functionary_.emplace(parse_calls);
             return;
         }
         if (split_reasoning) reasoning_.emplace(prompt_opened_reasoning);
@@ -90,6 +96,12 @@ class AnswerParts {
             HarmonyParser::Parts parts = harmony_->push(text);
             if (done) add(parts, harmony_->finish());
             out = {std::move(parts.content), std::move(parts.reasoning), std::move(parts.calls)};
+        }
+        if (functionary_) {
+            FunctionaryParser::Parts parts = functionary_->push(text);
+            if (done) add(parts, functionary_->finish());
+            out.content = std::move(parts.content);
+            out.calls = std::move(parts.calls);
         }
         if (reasoning_) {
             ReasoningSplit::Parts parts = reasoning_->push(out.content);
@@ -122,6 +134,7 @@ class AnswerParts {
     }
     ToolCallForm form_;
     std::optional<HarmonyParser> harmony_;
+    std::optional<FunctionaryParser> functionary_;
     std::optional<ReasoningSplit> reasoning_;
     std::optional<ToolCallParser> calls_;
 };

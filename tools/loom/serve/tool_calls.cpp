@@ -393,7 +393,7 @@ namespace {
 
 using Syntax = ToolCallSyntax;
 
-const std::array<Syntax, 15> kSyntaxes{{
+const std::array<Syntax, 16> kSyntaxes{{
     {ToolCallForm::hermes, "hermes", "<tool_call>", "", "</tool_call>", parse_hermes,
      "<tool_call>\n{\"name\": \"NAME\", \"arguments\": ", "}\n</tool_call>", kHermesMarkers},
     {ToolCallForm::llama3_json, "llama3_json", "<|python_tag|>", "{", "", parse_llama3,
@@ -438,6 +438,9 @@ const std::array<Syntax, 15> kSyntaxes{{
     {ToolCallForm::nemotron_v2, "nemotron_v2", "<TOOLCALL>", "", "</TOOLCALL>",
      parse_name_arguments_list, "<TOOLCALL>[{\"name\": \"NAME\", \"arguments\": ", "}]</TOOLCALL>",
      kNemotronMarkers},
+    // The generation prompt wrote the first message's ">>>": the answer begins with the
+    // recipient (functionary.h reads these answers).
+    {ToolCallForm::functionary_v32, "functionary_v32", "", "", "", nullptr, "NAME\n", "", {}},
     // The call's <|call|> ends the generation: the grammar lets it end after the arguments.
     {ToolCallForm::harmony, "harmony", "", "", "", nullptr,
      "<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>", "", kHarmonyMarkers},
@@ -489,6 +492,8 @@ ToolCallForm tool_call_form(std::string_view source) {
     if (has("<tool_call>") && has("<function-name>")) return ToolCallForm::hermes;
     if (has("<|tool_call|>")) return ToolCallForm::granite;
     if (has("Action:") && has("\"tool_name\"")) return ToolCallForm::command_r;
+    // Functionary v3.2 (a Llama 3.1 fine-tune) writes its calls to recipients.
+    if (has("'>>>all\\n'")) return ToolCallForm::functionary_v32;
     if (has("<|start_header_id|>ipython<|end_header_id|>")) return ToolCallForm::llama3_json;
     return ToolCallForm::none;
 }

@@ -26,6 +26,8 @@
 //                 <|tool_call_argument_begin|>{...}<|tool_call_end|>, then
 //                 <|tool_calls_section_end|> (Kimi K2; "functions.N:I" is the call's id)
 //   nemotron_v2   <TOOLCALL>[{"name": N, "arguments": {...}}, ...]</TOOLCALL> (Nemotron Nano 2)
+//   functionary_v32  messages to recipients: all\ntext>>>N\n{...}>>>... (Functionary v3.2; the
+//                 prompt writes the first ">>>"; functionary.h reads these answers)
 //   harmony       gpt-oss's messages, a call one to functions.N on the commentary channel with
 //                 the arguments as its body (harmony.h reads these answers, reasoning too)
 // Their markers are special tokens in most of these vocabularies, which generated text shows
@@ -62,6 +64,7 @@ enum class ToolCallForm {
     minimax_m2,
     kimi_k2,
     nemotron_v2,
+    functionary_v32,
 };
 
 // The form a chat template teaches (ToolCallForm::none: the answer is left as text).
@@ -97,7 +100,8 @@ struct ToolCallSyntax;  // how a form writes its calls (tool_calls.cpp)
 // closed.
 class ToolCallParser {
   public:
-    // Not for ToolCallForm::harmony (HarmonyParser reads those answers). `tools`: the request's,
+    // Not for ToolCallForm::harmony nor functionary_v32 (HarmonyParser and FunctionaryParser read
+    // those answers). `tools`: the request's,
     // which type the XML forms' values.
     explicit ToolCallParser(ToolCallForm form, nlohmann::json tools = nlohmann::json::array());
 
