@@ -550,6 +550,21 @@ TEST(ToolCalls, XmlFormsGrammarsWriteCallsTheirParsersRead) {
         "name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string",
         "pattern": "^a+$"}}, "required": ["s"]}}}])");
     EXPECT_THROW(tool_call_grammar(ToolCallForm::glm, patterned, ""), Error);
+    // A list of types (or any "type" that is not "string") is written and read as JSON; a string
+    // whose const is no string is refused (loom::Error, a 400), not thrown past the server.
+    const nlohmann::json listed = nlohmann::json::parse(R"([{"type": "function", "function": {
+        "name": "f", "parameters": {"type": "object", "properties": {"s": {"type": ["string",
+        "null"]}}, "required": ["s"]}}}])");
+    const auto grammar = tool_call_grammar(ToolCallForm::glm, listed, "");
+    const std::string call =
+        "<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>null</arg_value>\n</tool_call>";
+    EXPECT_TRUE(whole_sentence(grammar, call));
+    EXPECT_EQ(streamed({call}, ToolCallForm::glm, listed).second,
+              (std::vector<std::pair<std::string, std::string>>{{"f", R"({"s":null})"}}));
+    const nlohmann::json bad_const = nlohmann::json::parse(R"([{"type": "function", "function": {
+        "name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string",
+        "const": 3}}, "required": ["s"]}}}])");
+    EXPECT_THROW(tool_call_grammar(ToolCallForm::qwen3_coder, bad_const, ""), Error);
 }
 
 }  // namespace

@@ -171,12 +171,20 @@ try {
   await check("Stop ends a long answer, and the next one comes", async () => {
     await page.click("#clear");
     await setField("max_tokens", 2000);
+    // The answer reaches the page slowly (this model writes a slot's whole context in a fifth of
+    // a second), so that Stop comes while it streams and what was shown leaves room in the slot
+    // for the next turn.
+    await page.emulateNetworkConditions({ download: 2000, upload: 1e6, latency: 0 });
     await page.type("#input", "Tell me a long story");
     await page.keyboard.press("Enter");
     await page.waitForFunction(() => document.body.dataset.busy === "1");
+    await page.waitForFunction(() =>
+      document.querySelector(".message.assistant:last-child .content").textContent !== "");
     await page.click("#stop");
     await page.waitForFunction(() => document.body.dataset.busy === "0", { timeout: 10000 });
+    await page.emulateNetworkConditions(null);
     const stopped = (await stored())[0].messages[1].content;
+    assert.ok(stopped.length > 0 && stopped.length < 1000, stopped);
     await setField("max_tokens", 8);
     assert.equal((await say("Hi")).text, (await apiAnswer([
       { role: "user", content: "Tell me a long story" },

@@ -215,14 +215,22 @@ Calls parse_deepseek_v31(std::string_view body) {
     return parse_deepseek(body, false);
 }
 
+// Whether a JSON Schema says its value is a string ("type": "string"; any other "type", such as
+// a list of types, is read as JSON).
+bool string_schema(const nlohmann::json &schema) {
+    if (!schema.is_object()) return false;
+    const auto type = schema.find("type");
+    return type != schema.end() && type->is_string() && type->get<std::string>() == "string";
+}
+
 // The JSON Schema of parameter `key` of function `name` among the request's `tools`, if any.
 const nlohmann::json *parameter_schema(const nlohmann::json &tools, std::string_view name,
                                        std::string_view key) {
     if (!tools.is_array()) return nullptr;
     for (const nlohmann::json &tool : tools) {
         const auto function = tool.find("function");
-        if (function == tool.end() || !function->is_object() ||
-            function->value("name", "") != name) {
+        if (function == tool.end() || !function->is_object() || !function->contains("name") ||
+            (*function)["name"] != name) {
             continue;
         }
         const auto parameters = function->find("parameters");
@@ -239,7 +247,7 @@ const nlohmann::json *parameter_schema(const nlohmann::json &tools, std::string_
 // JSON), else the JSON value (Python's True / False / None too: Qwen3-Coder's template writes
 // values with Python's str()).
 nlohmann::json parameter_value(std::string_view text, const nlohmann::json *schema) {
-    if (schema != nullptr && schema->is_object() && schema->value("type", "") == "string") {
+    if (schema != nullptr && string_schema(*schema)) {
         return std::string(text);
     }
     const std::string_view t = trim(text);
@@ -674,7 +682,7 @@ struct CallGrammar {
 // one; anything else as JSON.
 // loom::Error for a string whose other keywords a raw text cannot be held to.
 std::string xml_value(CallGrammar &g, const nlohmann::json &schema) {
-    if (!schema.is_object() || schema.value("type", "") != "string") return g.json_part(schema);
+    if (!string_schema(schema)) return g.json_part(schema);
     for (const auto &[key, value] : schema.items()) {
         if (key != "type" && key != "description" && key != "title" && key != "enum" &&
             key != "const" && key != "minLength" && key != "maxLength") {
@@ -683,7 +691,11 @@ std::string xml_value(CallGrammar &g, const nlohmann::json &schema) {
         }
     }
     std::vector<std::string> texts;
-    if (schema.contains("const")) texts.push_back(schema["const"].get<std::string>());
+    if (schema.contains("const")) {
+        if (!schema["const"].is_string())
+            fail("tools", "a string parameter whose const is no string");
+        texts.push_back(schema["const"].get<std::string>());
+    }
     for (const nlohmann::json &v : schema.value("enum", nlohmann::json::array())) {
         if (v.is_string()) texts.push_back(v.get<std::string>());
     }
