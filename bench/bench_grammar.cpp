@@ -4,7 +4,9 @@
 // the grammar refuses it marks every token of the vocabulary (grammar/every_token,
 // TokenGrammar::mark_allowed): what a token costs is first_pick plus every_token times the share
 // of refused picks. A request to `loom serve` with a schema also pays once for the grammar over
-// the vocabulary (grammar/setup: a JSON Schema made GBNF, parsed, TokenGrammar::for_vocab).
+// the vocabulary (grammar/setup: a JSON Schema made GBNF, parsed, TokenGrammar::for_vocab), of
+// which only the grammar's part is left once the vocabulary's pieces are shared
+// (grammar/setup_shared, as the server keeps them).
 //   loom-bench-grammar [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -74,19 +76,37 @@ BENCHMARK(bm_first_pick)
 
 // 0: a two-property schema; 1: a one-character grammar, to tell the grammar's part from the
 // vocabulary's (its pieces and their index).
+const std::string kSetupSchema = R"({"type": "object", "properties": {"name": {"type": "string"},
+    "age": {"type": "integer", "minimum": 0, "maximum": 150}}, "required": ["name", "age"]})";
+std::string setup_gbnf(int64_t which) {
+    return which == 0 ? engine::grammar::json_schema_to_gbnf(kSetupSchema)
+                      : std::string("root ::= \"a\"\n");
+}
+
 void bm_setup(benchmark::State &state) {
     const engine::Vocab &vocab = qwen2_vocab();
-    const std::string schema = R"({"type": "object", "properties": {"name": {"type": "string"},
-        "age": {"type": "integer", "minimum": 0, "maximum": 150}}, "required": ["name", "age"]})";
     for (auto _ : state) {
-        const std::string gbnf = state.range(0) == 0 ? engine::grammar::json_schema_to_gbnf(schema)
-                                                     : std::string("root ::= \"a\"\n");
-        auto grammar =
-            engine::grammar::TokenGrammar::for_vocab(engine::grammar::parse_gbnf(gbnf), vocab);
+        auto grammar = engine::grammar::TokenGrammar::for_vocab(
+            engine::grammar::parse_gbnf(setup_gbnf(state.range(0))), vocab);
         benchmark::DoNotOptimize(grammar.get());
     }
 }
 BENCHMARK(bm_setup)->Name("grammar/setup")->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
+
+// The same with the vocabulary's pieces built once and shared, as `loom serve` keeps them: what
+// a request pays before its first token.
+void bm_setup_shared(benchmark::State &state) {
+    const auto pieces = engine::grammar::VocabPieces::of(qwen2_vocab());
+    for (auto _ : state) {
+        auto grammar = std::make_unique<engine::grammar::TokenGrammar>(
+            engine::grammar::parse_gbnf(setup_gbnf(state.range(0))), pieces);
+        benchmark::DoNotOptimize(grammar.get());
+    }
+}
+BENCHMARK(bm_setup_shared)
+    ->Name("grammar/setup_shared")
+    ->DenseRange(0, 1)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace loom

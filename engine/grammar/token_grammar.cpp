@@ -18,15 +18,13 @@ std::vector<bool> left_out(const std::vector<std::string> &pieces, const std::ve
 
 }  // namespace
 
-TokenGrammar::TokenGrammar(Grammar grammar, std::vector<std::string> pieces, std::vector<bool> ends)
-    : grammar_(std::move(grammar)),
-      pieces_(std::move(pieces)),
+VocabPieces::VocabPieces(std::vector<std::string> pieces, std::vector<bool> ends)
+    : pieces_(std::move(pieces)),
       ends_(std::move(ends)),
-      index_(pieces_, left_out(pieces_, ends_)),
-      matcher_(grammar_) {}
+      index_(pieces_, left_out(pieces_, ends_)) {}
 
-std::unique_ptr<TokenGrammar> TokenGrammar::for_vocab(Grammar grammar, const Vocab &vocab,
-                                                      std::span<const int32_t> shown_special) {
+std::shared_ptr<const VocabPieces> VocabPieces::of(const Vocab &vocab,
+                                                   std::span<const int32_t> shown_special) {
     const auto n = size_t(vocab.n_tokens());
     std::vector<std::string> pieces(n);
     std::vector<bool> ends(n);
@@ -36,13 +34,25 @@ std::unique_ptr<TokenGrammar> TokenGrammar::for_vocab(Grammar grammar, const Voc
         pieces[id] = vocab.token_to_piece(int32_t(id), shown);
         ends[id] = vocab.is_eog(int32_t(id));
     }
-    return std::make_unique<TokenGrammar>(std::move(grammar), std::move(pieces), std::move(ends));
+    return std::make_shared<const VocabPieces>(std::move(pieces), std::move(ends));
+}
+
+TokenGrammar::TokenGrammar(Grammar grammar, std::shared_ptr<const VocabPieces> vocab)
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), matcher_(grammar_) {
+    LOOM_ASSERT(vocab_ != nullptr);
+}
+
+std::unique_ptr<TokenGrammar> TokenGrammar::for_vocab(Grammar grammar, const Vocab &vocab,
+                                                      std::span<const int32_t> shown_special) {
+    return std::make_unique<TokenGrammar>(std::move(grammar),
+                                          VocabPieces::of(vocab, shown_special));
 }
 
 bool TokenGrammar::allows(int32_t token) const {
-    if (token < 0 || size_t(token) >= pieces_.size()) return false;
-    if (ends_[size_t(token)]) return matcher_.can_end();
-    const std::string &piece = pieces_[size_t(token)];
+    const std::vector<std::string> &pieces = vocab_->pieces();
+    if (token < 0 || size_t(token) >= pieces.size()) return false;
+    if (vocab_->ends()[size_t(token)]) return matcher_.can_end();
+    const std::string &piece = pieces[size_t(token)];
     return !piece.empty() && matcher_.allows(piece);
 }
 
@@ -52,11 +62,12 @@ void TokenGrammar::mark_allowed(std::vector<uint8_t> &allowed) const {
         return;
     }
     // Ids past the vocabulary (a model with more logits than tokens) are never allowed.
-    std::vector<uint8_t> flags(pieces_.size(), 0);
-    matcher_.mark_allowed(index_, flags);
+    const std::vector<bool> &ends = vocab_->ends();
+    std::vector<uint8_t> flags(ends.size(), 0);
+    matcher_.mark_allowed(vocab_->index(), flags);
     const bool can_end = matcher_.can_end();
     for (size_t id = 0; id < flags.size(); ++id) {
-        if (ends_[id]) flags[id] = can_end ? 1 : 0;
+        if (ends[id]) flags[id] = can_end ? 1 : 0;
     }
     std::fill(allowed.begin(), allowed.end(), 0);
     std::copy_n(flags.begin(), std::min(flags.size(), allowed.size()), allowed.begin());
@@ -64,7 +75,7 @@ void TokenGrammar::mark_allowed(std::vector<uint8_t> &allowed) const {
 
 void TokenGrammar::accept(int32_t token) {
     if (!allows(token)) fail("grammar", "token {} does not continue the grammar", token);
-    if (!ends_[size_t(token)]) matcher_.accept(pieces_[size_t(token)]);
+    if (!vocab_->ends()[size_t(token)]) matcher_.accept(vocab_->pieces()[size_t(token)]);
 }
 
 }  // namespace loom::engine::grammar

@@ -350,6 +350,10 @@ TEST(ToolCalls, TheFormsAsModelsWriteThem) {
          "<minimax:tool_call><invoke name=\"a\"><parameter name=\"x\">1</invoke>"
          "</minimax:tool_call>",
          {}},
+        {ToolCallForm::glm,  // a value that is no UTF-8: its broken bytes become U+FFFD
+         "<tool_call>a\n<arg_key>x</arg_key>\n<arg_value>\xff!</arg_value>\n</tool_call>",
+         "",
+         {{"a", "{\"x\":\"\xef\xbf\xbd!\"}"}}},
         {ToolCallForm::kimi_k2,
          "<|tool_calls_section_begin|><|tool_call_begin|>functions.a:0<|tool_call_argument_begin|>"
          "{\"x\": 1}<|tool_call_end|><|tool_call_begin|>functions.b:1"

@@ -72,7 +72,8 @@ TEST(TokenGrammar, EveryTextSampledUnderTheJsonGrammarParses) {
     bias[size_t(vocab.end)] = 4.0f;
     int finished = 0;
     for (uint64_t seed = 0; seed < 60; ++seed) {
-        TokenGrammar grammar(json_grammar(), vocab.pieces, vocab.ends);
+        TokenGrammar grammar(json_grammar(),
+                             std::make_shared<const VocabPieces>(vocab.pieces, vocab.ends));
         Sampler sampler(
             {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = seed});
         std::string text;
@@ -95,7 +96,8 @@ TEST(TokenGrammar, EveryTextSampledUnderTheJsonGrammarParses) {
 
 TEST(TokenGrammar, GreedyPicksTheLikeliestAllowedToken) {
     const TestVocab vocab;
-    TokenGrammar grammar(json_grammar(), vocab.pieces, vocab.ends);
+    TokenGrammar grammar(json_grammar(),
+                         std::make_shared<const VocabPieces>(vocab.pieces, vocab.ends));
     grammar.accept(vocab.id_of("{\""));
     std::mt19937 rng(3);
     std::normal_distribution<float> normal(0.0f, 2.0f);
@@ -117,7 +119,8 @@ TEST(TokenGrammar, GreedyPicksTheLikeliestAllowedToken) {
 
 TEST(TokenGrammar, EndTokensOnlyWhereTheTextIsWhole) {
     const TestVocab vocab;
-    TokenGrammar grammar(parse_gbnf("root ::= \"ab\" \"c\"?"), vocab.pieces, vocab.ends);
+    TokenGrammar grammar(parse_gbnf("root ::= \"ab\" \"c\"?"),
+                         std::make_shared<const VocabPieces>(vocab.pieces, vocab.ends));
     EXPECT_FALSE(grammar.allows(vocab.end));
     EXPECT_FALSE(grammar.allows(vocab.control));
     EXPECT_TRUE(grammar.allows(vocab.id_of("ab")));
@@ -147,7 +150,8 @@ TEST(TokenGrammar, MarkingEveryTokenAgreesWithAskingForEach) {
     const TestVocab vocab;
     std::mt19937 rng(5);
     for (int text = 0; text < 20; ++text) {
-        TokenGrammar grammar(json_grammar(), vocab.pieces, vocab.ends);
+        TokenGrammar grammar(json_grammar(),
+                             std::make_shared<const VocabPieces>(vocab.pieces, vocab.ends));
         for (int step = 0; step < 30; ++step) {
             expect_same_marks(grammar, vocab.pieces.size(), "step " + std::to_string(step));
             std::vector<int32_t> allowed;
@@ -177,7 +181,8 @@ TEST(TokenGrammar, MarkingEveryTokenAgreesWithAskingForEach) {
 
 TEST(TokenGrammar, NoAllowedTokenIsAnError) {
     const TestVocab vocab;
-    TokenGrammar grammar(parse_gbnf("root ::= \"\\u0100\""), vocab.pieces, vocab.ends);
+    TokenGrammar grammar(parse_gbnf("root ::= \"\\u0100\""),
+                         std::make_shared<const VocabPieces>(vocab.pieces, vocab.ends));
     Sampler sampler({.temperature = 0.0f});
     std::vector<float> logits(vocab.pieces.size(), 0.0f);
     try {
@@ -189,7 +194,8 @@ TEST(TokenGrammar, NoAllowedTokenIsAnError) {
                                              " can continue the text");
     }
     // Allowed tokens at -inf are the sampler's error: nothing can be drawn.
-    TokenGrammar json(json_grammar(), vocab.pieces, vocab.ends);
+    TokenGrammar json(json_grammar(),
+                      std::make_shared<const VocabPieces>(vocab.pieces, vocab.ends));
     for (size_t t = 0; t < logits.size(); ++t) logits[t] = json.allows(int32_t(t)) ? -kInf : 1.0f;
     EXPECT_THROW(sampler.sample(logits, &json), Error);
 }

@@ -231,8 +231,8 @@ void SlotScheduler::start_queued() {
         Slot &s = *slot;
         s.sampler = std::make_unique<engine::Sampler>(job.sampling);
         for (const int32_t t : job.prompt) s.sampler->accept(t);
-        s.grammar = job.grammar ? engine::grammar::TokenGrammar::for_vocab(
-                                      *job.grammar, model_.vocab(), job.shown_special)
+        s.grammar = job.grammar ? std::make_unique<engine::grammar::TokenGrammar>(
+                                      *job.grammar, vocab_pieces(job.shown_special))
                                 : nullptr;
         s.text = TextStream(job.stop);
         // The cells of the prompt's beginning stay; at least its last token is decoded again,
@@ -258,6 +258,13 @@ void SlotScheduler::start_queued() {
     for (const auto &s : slots_) busy += s->busy();
     metrics_.requests_processing = busy;
     metrics_.requests_queued = int64_t(queue_.size());
+}
+
+std::shared_ptr<const engine::grammar::VocabPieces> SlotScheduler::vocab_pieces(
+    const std::vector<int32_t> &shown_special) {
+    auto &pieces = vocab_pieces_[shown_special];
+    if (pieces == nullptr) pieces = engine::grammar::VocabPieces::of(model_.vocab(), shown_special);
+    return pieces;
 }
 
 void SlotScheduler::loop() {

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -156,6 +157,10 @@ class SlotScheduler {
     Slot *free_slot_for(const std::vector<int32_t> &prompt);
     void run_actions();
     SlotActionResult run_action(const SlotAction &action);
+    // The vocabulary's pieces for grammars, with these control tokens shown: built on first use
+    // and kept (one per tool call form at most), so that a request pays for its grammar only.
+    std::shared_ptr<const engine::grammar::VocabPieces> vocab_pieces(
+        const std::vector<int32_t> &shown_special);
 
     const engine::Model &model_;
     SlotSchedulerOptions options_;
@@ -169,6 +174,8 @@ class SlotScheduler {
     std::condition_variable work_;
     bool stopping_ = false;
     SlotSchedulerMetrics metrics_;
+    std::map<std::vector<int32_t>, std::shared_ptr<const engine::grammar::VocabPieces>>
+        vocab_pieces_;  // by the shown control tokens
     std::mutex join_mutex_;
     std::thread thread_;
 };

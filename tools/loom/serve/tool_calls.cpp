@@ -243,6 +243,12 @@ const nlohmann::json *parameter_schema(const nlohmann::json &tools, std::string_
     return nullptr;
 }
 
+// The XML forms' arguments as JSON text: their values are the model's raw bytes, which need not
+// be UTF-8; a broken sequence becomes U+FFFD, as everywhere the server writes the model's text.
+std::string arguments_text(const nlohmann::json &arguments) {
+    return arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // A parameter the XML forms write as text: a string where its schema says so (or the text is no
 // JSON), else the JSON value (Python's True / False / None too: Qwen3-Coder's template writes
 // values with Python's str()).
@@ -284,7 +290,7 @@ Calls parse_qwen3_coder(std::string_view body, const nlohmann::json &tools) {
             parameter_value(value, parameter_schema(tools, trim(*name), trim(*key)));
     }
     if (!trim(body.substr(11)).empty()) return std::nullopt;
-    return std::vector<ToolCall>{{std::string(trim(*name)), arguments.dump()}};
+    return std::vector<ToolCall>{{std::string(trim(*name)), arguments_text(arguments)}};
 }
 
 // NAME
@@ -304,7 +310,7 @@ Calls parse_glm(std::string_view body, const nlohmann::json &tools) {
         arguments[std::string(trim(*key))] =
             parameter_value(*value, parameter_schema(tools, name, trim(*key)));
     }
-    return std::vector<ToolCall>{{std::string(name), arguments.dump()}};
+    return std::vector<ToolCall>{{std::string(name), arguments_text(arguments)}};
 }
 
 // <invoke name="NAME">
@@ -328,7 +334,7 @@ Calls parse_minimax_m2(std::string_view body, const nlohmann::json &tools) {
             body.remove_prefix(end + 12);
         }
         body.remove_prefix(9);
-        calls.push_back({std::string(trim(*name)), arguments.dump()});
+        calls.push_back({std::string(trim(*name)), arguments_text(arguments)});
     }
     if (calls.empty()) return std::nullopt;
     return calls;
