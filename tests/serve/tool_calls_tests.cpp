@@ -549,11 +549,36 @@ TEST(ToolCalls, XmlFormsGrammarsWriteCallsTheirParsersRead) {
         ASSERT_EQ(got.second.size(), 1u);
         EXPECT_EQ(nlohmann::json::parse(got.second[0].second),
                   nlohmann::json::parse(R"({"city": "New York", "unit": "F", "days": 3})"));
+        // The optional "note" may follow the required ones, not come before them.
+        const std::string frame_close = form == ToolCallForm::qwen3_coder ? "</function>"
+                                        : form == ToolCallForm::glm       ? "</tool_call>"
+                                                                          : "</invoke>";
+        const std::string note =
+            form == ToolCallForm::qwen3_coder ? "<parameter=note>\nwindy\n</parameter>\n"
+            : form == ToolCallForm::glm ? "<arg_key>note</arg_key>\n<arg_value>windy</arg_value>\n"
+                                        : "<parameter name=\"note\">windy</parameter>\n";
+        std::string with_note = text;
+        with_note.insert(with_note.rfind(frame_close), note);
+        EXPECT_TRUE(whole_sentence(grammar, with_note)) << with_note;
+        EXPECT_EQ(nlohmann::json::parse(streamed({with_note}, form, tools).second.at(0).second),
+                  nlohmann::json::parse(
+                      R"({"city": "New York", "unit": "F", "days": 3, "note": "windy"})"));
+        std::string note_first = text;
+        note_first.insert(note_first.find(form == ToolCallForm::glm ? "<arg_key>" : "<parameter"),
+                          note);
+        EXPECT_FALSE(whole_sentence(grammar, note_first)) << note_first;
     }
     const nlohmann::json patterned = nlohmann::json::parse(R"([{"type": "function", "function": {
         "name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string",
         "pattern": "^a+$"}}, "required": ["s"]}}}])");
     EXPECT_THROW(tool_call_grammar(ToolCallForm::glm, patterned, ""), Error);
+    // An optional parameter whose schema cannot be held to is left out, not refused.
+    nlohmann::json optional_pattern = patterned;
+    optional_pattern[0]["function"]["parameters"]["required"] = nlohmann::json::array();
+    const auto without = tool_call_grammar(ToolCallForm::glm, optional_pattern, "");
+    EXPECT_TRUE(whole_sentence(without, "<tool_call>f\n</tool_call>"));
+    EXPECT_FALSE(whole_sentence(
+        without, "<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>a</arg_value>\n</tool_call>"));
     // A list of types (or any "type" that is not "string") is written and read as JSON; a string
     // whose const is no string is refused (loom::Error, a 400), not thrown past the server.
     const nlohmann::json listed = nlohmann::json::parse(R"([{"type": "function", "function": {

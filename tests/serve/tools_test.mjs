@@ -126,7 +126,7 @@ await check("bad tools and tool_choice are 400s naming the field", async () => {
   await bad({ tools: [{ type: "function" }] }, "tools[0]");
   await bad({ tools, tool_choice: "required", response_format: { type: "json_object" } },
             "tool_choice");
-  // The XML forms write only the required parameters, so an optional one's schema is not read.
+  // The XML forms leave out an optional parameter whose schema cannot be held to, instead.
   if (form !== "qwen3_coder" && form !== "minimax_m2") {
     await bad({ tools: [{ type: "function", function: { name: "f", description: "f", parameters: {
                 type: "object", properties: { s: { type: "string", pattern: "(?=x)" } } } } }],

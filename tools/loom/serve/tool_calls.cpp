@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
 #include <array>
 #include <random>
 
@@ -726,7 +727,8 @@ std::string xml_value(CallGrammar &g, const nlohmann::json &schema) {
     return max < 0 ? fmt::format("[^<]{{{},}}", min) : fmt::format("[^<]{{{},{}}}", min, max);
 }
 
-// One call of `function` in an XML form: its required parameters, in the order listed.
+// One call of `function` in an XML form: its required parameters, in the order listed, then its
+// optional ones that it writes.
 std::string xml_call(CallGrammar &g, const XmlFrame &frame, const nlohmann::json &function) {
     const std::string name = function["name"].get<std::string>();
     const nlohmann::json parameters = function.value("parameters", nlohmann::json::object());
@@ -737,14 +739,28 @@ std::string xml_call(CallGrammar &g, const XmlFrame &frame, const nlohmann::json
     const nlohmann::json required = parameters.is_object()
                                         ? parameters.value("required", nlohmann::json::array())
                                         : nlohmann::json::array();
+    const auto parameter = [&](const std::string &key, const std::string &value) {
+        return engine::grammar::gbnf_literal(put(frame.param_open, "KEY", key)) + " " + value +
+               " " + engine::grammar::gbnf_literal(frame.param_close);
+    };
+    std::vector<std::string> written;
     for (const nlohmann::json &key : required) {
         if (!key.is_string()) continue;
         const std::string k = key.get<std::string>();
         const nlohmann::json schema = properties.is_object() && properties.contains(k)
                                           ? properties[k]
                                           : nlohmann::json::object();
-        out += " " + engine::grammar::gbnf_literal(put(frame.param_open, "KEY", k)) + " " +
-               xml_value(g, schema) + " " + engine::grammar::gbnf_literal(frame.param_close);
+        out += " " + parameter(k, xml_value(g, schema));
+        written.push_back(k);
+    }
+    // Then each optional one, in the order listed, or not. One whose schema cannot be held to
+    // is left out: the call stays valid without it.
+    for (const auto &[k, schema] : properties.items()) {
+        if (std::find(written.begin(), written.end(), k) != written.end()) continue;
+        try {
+            out += " ( " + parameter(k, xml_value(g, schema)) + " )?";
+        } catch (const Error &) {
+        }
     }
     return out + " " + engine::grammar::gbnf_literal(frame.close);
 }

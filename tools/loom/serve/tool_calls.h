@@ -21,7 +21,8 @@
 //   minimax_m2    <minimax:tool_call><invoke name="N"><parameter name="K">value</parameter>...
 //                 </invoke>...</minimax:tool_call> (MiniMax M2)
 //                 (these three write values as text: typed by the tool's schema, a string where
-//                 it says so, else JSON; a required call's grammar writes the required parameters)
+//                 it says so, else JSON; a required call's grammar writes the required parameters,
+//                 then any of the optional ones, in the order listed)
 //   kimi_k2       <|tool_calls_section_begin|> then per call <|tool_call_begin|>functions.N:I
 //                 <|tool_call_argument_begin|>{...}<|tool_call_end|>, then
 //                 <|tool_calls_section_end|> (Kimi K2; "functions.N:I" is the call's id)
