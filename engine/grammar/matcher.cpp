@@ -239,6 +239,17 @@ void Matcher::accept(std::string_view bytes) {
     pending_ = std::move(pending);
 }
 
+std::string Matcher::state() const {
+    std::string out = pending_;
+    out.push_back('\0');
+    for (const Stack &stack : stacks_) {
+        const auto size = uint32_t(stack.size());
+        out.append(reinterpret_cast<const char *>(&size), sizeof size);
+        out.append(reinterpret_cast<const char *>(stack.data()), stack.size() * sizeof(Position));
+    }
+    return out;
+}
+
 bool Matcher::can_end() const {
     return pending_.empty() &&
            std::any_of(stacks_.begin(), stacks_.end(), [](const Stack &s) { return s.empty(); });

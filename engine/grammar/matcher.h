@@ -51,6 +51,9 @@ class Matcher {
     // character pending (cut_pending()); allowed is sized to the vocabulary.
     void mark_allowed(const PieceIndex &index, std::vector<uint8_t> &allowed) const;
     bool cut_pending() const { return !pending_.empty(); }
+    // Where the matcher is, as bytes: two matchers of one grammar with the same state allow the
+    // same continuations (what mark_allowed marks depends on nothing else).
+    std::string state() const;
 
   private:
     struct Position {

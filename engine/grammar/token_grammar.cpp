@@ -61,14 +61,24 @@ void TokenGrammar::mark_allowed(std::vector<uint8_t> &allowed) const {
         TokenConstraint::mark_allowed(allowed);
         return;
     }
-    // Ids past the vocabulary (a model with more logits than tokens) are never allowed.
-    const std::vector<bool> &ends = vocab_->ends();
-    std::vector<uint8_t> flags(ends.size(), 0);
-    matcher_.mark_allowed(vocab_->index(), flags);
-    const bool can_end = matcher_.can_end();
-    for (size_t id = 0; id < flags.size(); ++id) {
-        if (ends[id]) flags[id] = can_end ? 1 : 0;
+    std::string state = matcher_.state();
+    auto found = std::find_if(marked_.begin(), marked_.end(),
+                              [&](const auto &entry) { return entry.first == state; });
+    if (found == marked_.end()) {
+        const std::vector<bool> &ends = vocab_->ends();
+        std::vector<uint8_t> flags(ends.size(), 0);
+        matcher_.mark_allowed(vocab_->index(), flags);
+        const bool can_end = matcher_.can_end();
+        for (size_t id = 0; id < flags.size(); ++id) {
+            if (ends[id]) flags[id] = can_end ? 1 : 0;
+        }
+        if (marked_.size() == kMarkedStates) marked_.erase(marked_.begin());
+        marked_.emplace_back(std::move(state), std::move(flags));
+    } else {
+        std::rotate(found, found + 1, marked_.end());
     }
+    const std::vector<uint8_t> &flags = marked_.back().second;
+    // Ids past the vocabulary (a model with more logits than tokens) are never allowed.
     std::fill(allowed.begin(), allowed.end(), 0);
     std::copy_n(flags.begin(), std::min(flags.size(), allowed.size()), allowed.begin());
 }

@@ -60,6 +60,11 @@ class TokenGrammar final : public TokenConstraint {
     Grammar grammar_;
     std::shared_ptr<const VocabPieces> vocab_;
     Matcher matcher_;
+    // What mark_allowed found in the last states it was asked about, latest last. Inside a JSON
+    // string or number the matcher comes back to one state after every token, and marking the
+    // whole vocabulary again would cost milliseconds per refused pick.
+    static constexpr size_t kMarkedStates = 8;
+    mutable std::vector<std::pair<std::string, std::vector<uint8_t>>> marked_;
 };
 
 }  // namespace loom::engine::grammar

@@ -117,6 +117,38 @@ TEST(TokenGrammar, GreedyPicksTheLikeliestAllowedToken) {
     }
 }
 
+// mark_allowed remembers what it found in the last states it met: along random texts under the
+// JSON grammar, which come back to the same states inside strings and numbers, every marking
+// must be the one a new grammar (nothing remembered) makes after the same tokens, and the one
+// allows() gives token by token.
+TEST(TokenGrammar, MarkingARememberedStateIsMarkingAfresh) {
+    const TestVocab vocab;
+    const auto pieces = std::make_shared<const VocabPieces>(vocab.pieces, vocab.ends);
+    std::mt19937 rng(5);
+    for (int text = 0; text < 20; ++text) {
+        TokenGrammar grammar(json_grammar(), pieces);
+        std::vector<int32_t> tokens;
+        for (int step = 0; step < 60; ++step) {
+            std::vector<uint8_t> remembered(vocab.pieces.size());
+            grammar.mark_allowed(remembered);
+            TokenGrammar fresh(json_grammar(), pieces);
+            for (const int32_t t : tokens) fresh.accept(t);
+            std::vector<uint8_t> afresh(vocab.pieces.size());
+            fresh.mark_allowed(afresh);
+            ASSERT_EQ(remembered, afresh) << "text " << text << ", step " << step;
+            std::vector<int32_t> allowed;
+            for (size_t t = 0; t < remembered.size(); ++t) {
+                ASSERT_EQ(remembered[t] != 0, grammar.allows(int32_t(t))) << t;
+                if (remembered[t] != 0 && int32_t(t) != vocab.end) allowed.push_back(int32_t(t));
+            }
+            if (allowed.empty()) break;
+            const int32_t token = allowed[rng() % allowed.size()];
+            grammar.accept(token);
+            tokens.push_back(token);
+        }
+    }
+}
+
 TEST(TokenGrammar, EndTokensOnlyWhereTheTextIsWhole) {
     const TestVocab vocab;
     TokenGrammar grammar(parse_gbnf("root ::= \"ab\" \"c\"?"),
