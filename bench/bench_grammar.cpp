@@ -135,8 +135,8 @@ void bm_random_document(benchmark::State &state) {
             if (grammar != nullptr) grammar->accept(token);
         }
     }
-    state.counters["tokens"] = benchmark::Counter(double(drawn), benchmark::Counter::kIsRate |
-                                                                     benchmark::Counter::kInvert);
+    state.counters["tokens"] = benchmark::Counter(
+        double(drawn), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
     state.counters["refused_share"] = double(refused) / double(drawn);
 }
 BENCHMARK(bm_random_document)

@@ -16,40 +16,43 @@ JinjaChatTemplate::JinjaChatTemplate(std::string_view source, std::string bos_to
 
 namespace {
 
-// The messages with every null "content" made "" (null when there is none), or none if no
-// message has a null content.
-std::optional<Value> with_empty_contents(const Value &messages) {
+// The messages with `change` applied to each (a message it returns none for stays as it is), or
+// none if it changed none.
+template <typename Change>
+std::optional<Value> changed_messages(const Value &messages, Change change) {
     if (!messages.is_list()) return std::nullopt;
     bool changed = false;
     std::vector<Value> out;
     for (const Value &message : messages.items()) {
-        const Value *content = message.is_dict() ? message.dict().find("content") : nullptr;
-        if (content == nullptr || !content->is_none()) {
-            out.push_back(message);
-            continue;
-        }
-        jinja::Dict new_message = message.dict();
-        new_message.set(Value("content"), Value(std::string()));
-        out.push_back(Value::dict(std::move(new_message)));
-        changed = true;
+        std::optional<Value> new_message =
+            message.is_dict() ? change(message.dict()) : std::optional<Value>();
+        changed = changed || new_message.has_value();
+        out.push_back(new_message ? std::move(*new_message) : message);
     }
     if (!changed) return std::nullopt;
     return Value::list(std::move(out));
 }
 
+// The messages with every null "content" made "" (null when there is none), or none if no
+// message has a null content.
+std::optional<Value> with_empty_contents(const Value &messages) {
+    return changed_messages(messages, [](const jinja::Dict &message) -> std::optional<Value> {
+        const Value *content = message.find("content");
+        if (content == nullptr || !content->is_none()) return std::nullopt;
+        jinja::Dict new_message = message;
+        new_message.set(Value("content"), Value(std::string()));
+        return Value::dict(std::move(new_message));
+    });
+}
+
 // The messages with every tool call's object arguments written back as JSON text (as
 // json.dumps writes it), or none if no call has object arguments.
 std::optional<Value> with_text_arguments(const Value &messages) {
-    if (!messages.is_list()) return std::nullopt;
     jinja::Budget budget(jinja::RenderLimits{}.max_steps);
-    bool changed = false;
-    std::vector<Value> out;
-    for (const Value &message : messages.items()) {
-        const Value *calls = message.is_dict() ? message.dict().find("tool_calls") : nullptr;
-        if (calls == nullptr || !calls->is_list()) {
-            out.push_back(message);
-            continue;
-        }
+    return changed_messages(messages, [&](const jinja::Dict &message) -> std::optional<Value> {
+        const Value *calls = message.find("tool_calls");
+        if (calls == nullptr || !calls->is_list()) return std::nullopt;
+        bool changed = false;
         std::vector<Value> new_calls;
         for (const Value &call : calls->items()) {
             const Value *function = call.is_dict() ? call.dict().find("function") : nullptr;
@@ -67,12 +70,11 @@ std::optional<Value> with_text_arguments(const Value &messages) {
             new_calls.push_back(Value::dict(std::move(new_call)));
             changed = true;
         }
-        jinja::Dict new_message = message.dict();
+        if (!changed) return std::nullopt;
+        jinja::Dict new_message = message;
         new_message.set(Value("tool_calls"), Value::list(std::move(new_calls)));
-        out.push_back(Value::dict(std::move(new_message)));
-    }
-    if (!changed) return std::nullopt;
-    return Value::list(std::move(out));
+        return Value::dict(std::move(new_message));
+    });
 }
 
 }  // namespace

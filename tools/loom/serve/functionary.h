@@ -23,10 +23,7 @@ class FunctionaryParser {
     // parse_calls: messages to functions are calls; otherwise they stay content as written.
     explicit FunctionaryParser(bool parse_calls) : parse_calls_(parse_calls) {}
 
-    struct Parts {
-        std::string content;
-        std::vector<ToolCall> calls;
-    };
+    using Parts = ToolCallParser::Parts;
     Parts push(std::string_view text);
     Parts finish();
 
