@@ -9,6 +9,7 @@
 #include "engine/grammar/matcher.h"
 #include "loom/error.h"
 #include "tests/serve/shared_template.h"
+#include "tests/serve/tool_grammar_support.h"
 
 namespace loom::serve {
 namespace {
@@ -101,16 +102,10 @@ TEST(Functionary, TheMessagesAsModelsWriteThem) {
 }
 
 TEST(Functionary, TheGrammarOfARequiredCall) {
-    const nlohmann::json tools = nlohmann::json::parse(R"([
-        {"type": "function", "function": {"name": "get_weather", "parameters": {
-            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-        {"type": "function", "function": {"name": "now"}}])");
+    const nlohmann::json tools = testing::weather_and_now_tools();
     const auto grammar = tool_call_grammar(ToolCallForm::functionary_v32, tools, "");
     const auto sentence = [&](const std::string &text) {
-        engine::grammar::Matcher m(grammar);
-        if (!m.allows(text)) return false;
-        m.accept(text);
-        return m.can_end();
+        return testing::whole_sentence(grammar, text);
     };
     const std::string call = "get_weather\n{\"city\": \"Paris\"}";
     EXPECT_TRUE(sentence(call));

@@ -5,6 +5,7 @@
 #include "engine/chat/jinja_chat.h"
 #include "engine/grammar/matcher.h"
 #include "tests/serve/shared_template.h"
+#include "tests/serve/tool_grammar_support.h"
 #include "tools/loom/serve/harmony.h"
 
 namespace loom::serve {
@@ -106,18 +107,12 @@ TEST(Harmony, TheTemplatesCallReadsBack) {
 }
 
 TEST(Harmony, TheGrammarOfARequiredCall) {
-    const nlohmann::json tools = nlohmann::json::parse(R"([
-        {"type": "function", "function": {"name": "get_weather", "parameters": {
-            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-        {"type": "function", "function": {"name": "now"}}])");
+    const nlohmann::json tools = testing::weather_and_now_tools();
     const auto grammar = tool_call_grammar(ToolCallForm::harmony, tools, "get_weather");
     const std::string call =
         "<|channel|>commentary to=functions.get_weather <|constrain|>json"
         "<|message|>{\"city\": \"Paris\"}";
-    engine::grammar::Matcher m(grammar);
-    ASSERT_TRUE(m.allows(call));
-    m.accept(call);
-    EXPECT_TRUE(m.can_end());
+    EXPECT_TRUE(testing::whole_sentence(grammar, call));
     EXPECT_EQ(parse({call}), (Result{"", "", {{"get_weather", R"({"city":"Paris"})"}}}));
     EXPECT_FALSE(engine::grammar::Matcher(grammar).allows(
         "<|channel|>commentary to=functions.now <|constrain|>json<|message|>"));

@@ -15,6 +15,7 @@
 #include "engine/grammar/matcher.h"
 #include "loom/error.h"
 #include "tests/serve/shared_template.h"
+#include "tests/serve/tool_grammar_support.h"
 #include "tools/loom/serve/reasoning.h"
 #include "tools/loom/serve/tool_calls.h"
 
@@ -126,18 +127,10 @@ TEST(ToolCalls, AnyChunkingGivesTheWholeAnswersCalls) {
     EXPECT_EQ(streamed({texts[4]}).first, texts[4]);  // nothing lost
 }
 
-bool whole_sentence(const engine::grammar::Grammar &g, const std::string &text) {
-    engine::grammar::Matcher m(g);
-    if (!m.allows(text)) return false;
-    m.accept(text);
-    return m.can_end();
-}
+using testing::whole_sentence;
 
 TEST(ToolCalls, TheGrammarOfARequiredCall) {
-    const nlohmann::json tools = nlohmann::json::parse(R"([
-        {"type": "function", "function": {"name": "get_weather", "parameters": {
-            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-        {"type": "function", "function": {"name": "now"}}])");
+    const nlohmann::json tools = testing::weather_and_now_tools();
     const auto any = tool_call_grammar(ToolCallForm::hermes, tools, "");
     const auto weather = tool_call_grammar(ToolCallForm::hermes, tools, "get_weather");
     const std::string paris =
@@ -383,10 +376,7 @@ TEST(ToolCalls, TheFormsAsModelsWriteThem) {
 // In every form, the grammar of a required call takes one call of a tool with valid arguments,
 // and what it takes the parser reads back as that call.
 TEST(ToolCalls, EachFormsGrammarWritesCallsItsParserReads) {
-    const nlohmann::json tools = nlohmann::json::parse(R"([
-        {"type": "function", "function": {"name": "get_weather", "parameters": {
-            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-        {"type": "function", "function": {"name": "now"}}])");
+    const nlohmann::json tools = testing::weather_and_now_tools();
     // The call as each form writes it, with the arguments' text put in.
     const std::pair<ToolCallForm, std::string> frames[] = {
         {ToolCallForm::hermes, "<tool_call>\n{\"name\": \"@N\", \"arguments\": @A}\n</tool_call>"},
