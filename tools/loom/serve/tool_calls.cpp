@@ -266,6 +266,32 @@ nlohmann::json parameter_value(std::string_view text, const nlohmann::json *sche
     return j;
 }
 
+// Parameters KEY_OPEN key KEY_CLOSE value </parameter>, up to the tag `end` (taken from body
+// with them); `value_lines`: each value on lines of its own between the tags.
+std::optional<nlohmann::json> xml_parameters(std::string_view &body, std::string_view key_open,
+                                             std::string_view key_close, std::string_view end,
+                                             bool value_lines, std::string_view name,
+                                             const nlohmann::json &tools) {
+    constexpr std::string_view kValueEnd = "</parameter>";
+    nlohmann::json arguments = nlohmann::json::object();
+    for (;;) {
+        body = trim(body);
+        if (starts_with(body, end)) {
+            body.remove_prefix(end.size());
+            return arguments;
+        }
+        const auto key = take_between(body, key_open, key_close);
+        const size_t value_end = key ? body.find(kValueEnd) : std::string_view::npos;
+        if (value_end == std::string_view::npos) return std::nullopt;
+        std::string_view value = body.substr(0, value_end);
+        body.remove_prefix(value_end + kValueEnd.size());
+        if (value_lines && starts_with(value, "\n")) value.remove_prefix(1);
+        if (value_lines && value.ends_with('\n')) value.remove_suffix(1);
+        arguments[std::string(trim(*key))] =
+            parameter_value(value, parameter_schema(tools, name, trim(*key)));
+    }
+}
+
 // <function=NAME>
 // <parameter=KEY>
 // VALUE
@@ -275,23 +301,10 @@ nlohmann::json parameter_value(std::string_view text, const nlohmann::json *sche
 Calls parse_qwen3_coder(std::string_view body, const nlohmann::json &tools) {
     const auto name = take_between(body, "<function=", ">");
     if (!name || trim(*name).empty()) return std::nullopt;
-    nlohmann::json arguments = nlohmann::json::object();
-    for (;;) {
-        body = trim(body);
-        if (starts_with(body, "</function>")) break;
-        const auto key = take_between(body, "<parameter=", ">");
-        if (!key) return std::nullopt;
-        const size_t end = body.find("</parameter>");
-        if (end == std::string_view::npos) return std::nullopt;
-        std::string_view value = body.substr(0, end);
-        body.remove_prefix(end + 12);
-        if (starts_with(value, "\n")) value.remove_prefix(1);  // the lines around the value
-        if (value.ends_with('\n')) value.remove_suffix(1);
-        arguments[std::string(trim(*key))] =
-            parameter_value(value, parameter_schema(tools, trim(*name), trim(*key)));
-    }
-    if (!trim(body.substr(11)).empty()) return std::nullopt;
-    return std::vector<ToolCall>{{std::string(trim(*name)), arguments_text(arguments)}};
+    const auto arguments =
+        xml_parameters(body, "<parameter=", ">", "</function>", true, trim(*name), tools);
+    if (!arguments || !trim(body).empty()) return std::nullopt;
+    return std::vector<ToolCall>{{std::string(trim(*name)), arguments_text(*arguments)}};
 }
 
 // NAME
@@ -323,19 +336,10 @@ Calls parse_minimax_m2(std::string_view body, const nlohmann::json &tools) {
     while (!trim(body).empty()) {
         const auto name = take_between(body, "<invoke name=\"", "\">");
         if (!name || trim(*name).empty()) return std::nullopt;
-        nlohmann::json arguments = nlohmann::json::object();
-        for (;;) {
-            body = trim(body);
-            if (starts_with(body, "</invoke>")) break;
-            const auto key = take_between(body, "<parameter name=\"", "\">");
-            const size_t end = key ? body.find("</parameter>") : std::string_view::npos;
-            if (end == std::string_view::npos) return std::nullopt;
-            arguments[std::string(trim(*key))] = parameter_value(
-                body.substr(0, end), parameter_schema(tools, trim(*name), trim(*key)));
-            body.remove_prefix(end + 12);
-        }
-        body.remove_prefix(9);
-        calls.push_back({std::string(trim(*name)), arguments_text(arguments)});
+        const auto arguments = xml_parameters(body, "<parameter name=\"", "\">", "</invoke>", false,
+                                              trim(*name), tools);
+        if (!arguments) return std::nullopt;
+        calls.push_back({std::string(trim(*name)), arguments_text(*arguments)});
     }
     if (calls.empty()) return std::nullopt;
     return calls;
