@@ -127,6 +127,8 @@ Context::Context(const Model &model, const ContextOptions &options)
       backend_(options.n_threads),
       scheduler_(with_cpu(options_.backends, backend_)) {
     options_.n_ctx = memory_->size();
+    // An encoder's outputs are its embeddings: it has nothing else to give.
+    if (!model.arch().lm_head) options_.embeddings = true;
 }
 
 void Context::check(const Batch &batch) const {
@@ -195,7 +197,7 @@ void Context::decode(const Batch &batch) {
     std::vector<UbatchMemory> slots = memory_->plan(ubatches);
     apply_kv_shift();
     n_outputs_ = std::count(batch.logits.begin(), batch.logits.end(), uint8_t(1));
-    logits_.assign(size_t(n_outputs_ * model_.hparams().n_vocab), 0.0f);
+    if (model_.arch().lm_head) logits_.assign(size_t(n_outputs_ * model_.hparams().n_vocab), 0.0f);
     if (options_.embeddings) embeddings_.assign(size_t(n_outputs_ * model_.hparams().n_embd), 0.0f);
     for (size_t i = 0; i < ubatches.size(); ++i) decode_ubatch(ubatches[i], std::move(slots[i]));
 }
@@ -221,6 +223,7 @@ void Context::decode_ubatch(const Ubatch &u_in, UbatchMemory slots) {
                        .memory = memory_.get(),
                        .cparams = {.n_ctx_seq = memory_->cache(0).cells_per_stream(),
                                    .flash_attn = options_.flash_attn,
+                                   .causal = model_.hparams().causal_attn,
                                    .embeddings = options_.embeddings},
                        .ubatch = u,
                        .slots = std::move(slots),
@@ -242,7 +245,8 @@ void Context::decode_ubatch(const Ubatch &u_in, UbatchMemory slots) {
     stats_.compute_seconds += seconds_since(compute_start);
 
     if (discard) return;
-    copy_outputs(u, *graph_->logits, model_.hparams().n_vocab, logits_);
+    if (graph_->logits != nullptr)
+        copy_outputs(u, *graph_->logits, model_.hparams().n_vocab, logits_);
     if (options_.embeddings) copy_outputs(u, *graph_->embd, model_.hparams().n_embd, embeddings_);
 }
 
@@ -256,6 +260,9 @@ void Context::copy_outputs(const Ubatch &u, const Tensor &rows, int64_t width,
 }
 
 std::span<const float> Context::logits(int64_t i) const {
+    if (!model_.arch().lm_head) {
+        fail("decode", "{} is an encoder: it gives embeddings, not logits", model_.hparams().arch);
+    }
     if (i < 0 || i >= n_outputs_) {
         fail("decode", "logits of output {} requested, the last batch had {}", i, n_outputs_);
     }

@@ -297,4 +297,10 @@ void GraphContext::build_logits(Tensor *cur) {
     build_forward_expand(gf, res_.logits);
 }
 
+void GraphContext::build_embeddings(Tensor *cur) {
+    res_.embd = name(set_output(cur), "result_embd");
+    res_.logits = nullptr;
+    build_forward_expand(gf, res_.embd);
+}
+
 }  // namespace loom::engine

@@ -141,6 +141,8 @@ class GraphContext {
     // The LM head on the final hidden state [n_embd, n_outputs]: logits F32 [n_vocab, n_outputs],
     // multiplied by HParams::f_logit_scale and soft-capped by f_final_logit_softcap where set.
     void build_logits(Tensor *cur);
+    // An encoder's outputs: the final hidden state [n_embd, n_outputs] itself, no logits.
+    void build_embeddings(Tensor *cur);
 
     // Names a node "<name>-<il>" (or "<name>" for il < 0) and returns it.
     Tensor *name(Tensor *t, const char *base, int64_t il = -1) const;

@@ -25,6 +25,9 @@ struct ArchDescriptor {
     // Position values per token: 1, or 4 for multimodal rope (time, height, width and a spare
     // component; a text token has its position in the first three and 0 in the last).
     int n_pos_per_embd = 1;
+    // False for an encoder: no LM head, its outputs are the last block's states (embeddings,
+    // GraphContext::build_embeddings), and a context of it gives no logits.
+    bool lm_head = true;
     // Reads the keys only this architecture has, or reads differently, after the common ones
     // (HParams::from_gguf); null when there are none.
     void (*read_hparams)(const gguf::Metadata &meta, HParams &hp) = nullptr;

@@ -76,13 +76,7 @@ void read_experts(const gguf::Metadata &meta, HParams &hp) {
              hp.n_group_used, hp.n_expert_used, hp.n_expert);
     }
     hp.expert_weights_scale = read_float(meta, key("expert_weights_scale")).value_or(0.0f);
-    if (const gguf::Value *v = meta.find(key("expert_weights_norm"))) {
-        const bool *b = std::get_if<bool>(v);
-        if (b == nullptr)
-            fail("model", "{} is a {}, expected a bool", key("expert_weights_norm"),
-                 gguf::type_name(*v));
-        hp.expert_weights_norm = *b;
-    }
+    hp.expert_weights_norm = read_bool(meta, key("expert_weights_norm")).value_or(false);
     hp.expert_gating_func = int(integer("expert_gating_func", 0));
 }
 
@@ -137,6 +131,13 @@ std::optional<float> read_float(const gguf::Metadata &meta, const std::string &k
     if (const auto *f = std::get_if<float>(v)) return *f;
     if (const auto *d = std::get_if<double>(v)) return float(*d);
     fail("model", "{} is a {}, expected a float", key, gguf::type_name(*v));
+}
+
+std::optional<bool> read_bool(const gguf::Metadata &meta, const std::string &key) {
+    const gguf::Value *v = meta.find(key);
+    if (v == nullptr) return std::nullopt;
+    if (const auto *b = std::get_if<bool>(v)) return *b;
+    fail("model", "{} is a {}, expected a bool", key, gguf::type_name(*v));
 }
 
 // Only YaRN files name their original context (linear ones give the stretched length as
@@ -223,6 +224,14 @@ HParams HParams::from_gguf(const gguf::Metadata &meta) {
     }
     hp.norm_rms_eps = read_float(meta, key("attention.layer_norm_rms_epsilon")).value_or(0.0f);
     hp.norm_eps = read_float(meta, key("attention.layer_norm_epsilon")).value_or(0.0f);
+    hp.causal_attn = read_bool(meta, key("attention.causal")).value_or(true);
+    const int64_t pooling =
+        meta.get_integer_optional<int64_t>(key("pooling_type")).value_or(int64_t(Pooling::none));
+    if (pooling < 0 || pooling > int64_t(Pooling::rank)) {
+        fail("model", "{} = {} is not a pooling type (0 none, 1 mean, 2 cls, 3 last, 4 rank)",
+             key("pooling_type"), pooling);
+    }
+    hp.pooling = Pooling(pooling);
     hp.rope_freq_base = read_float(meta, key("rope.freq_base")).value_or(10000.0f);
     read_rope_scaling(meta, hp);
     hp.f_logit_scale = read_float(meta, key("logit_scale")).value_or(0.0f);

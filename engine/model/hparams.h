@@ -20,6 +20,10 @@ enum class RopeScaling {
     longrope,  // LongRoPE (Phi-3): per-dimension factors, long or short by the context size
 };
 
+// How an encoder's token states become one embedding per sequence (<arch>.pooling_type, as
+// llama.cpp numbers them).
+enum class Pooling { none = 0, mean = 1, cls = 2, last = 3, rank = 4 };
+
 struct HParams {
     std::string arch;  // general.architecture, the prefix of every key below
     int64_t n_vocab = 0;
@@ -34,6 +38,10 @@ struct HParams {
     int64_t n_rot = 0;          // <arch>.rope.dimension_count (default n_embd_head_k)
     float norm_rms_eps = 0.0f;  // <arch>.attention.layer_norm_rms_epsilon
     float norm_eps = 0.0f;      // <arch>.attention.layer_norm_epsilon
+    // <arch>.attention.causal: each token sees those before it (false: an encoder's tokens see
+    // their whole sequence).
+    bool causal_attn = true;
+    Pooling pooling = Pooling::none;  // <arch>.pooling_type
     float rope_freq_base = 10000.0f;
 
     // RoPE scaling, read as llama.cpp reads it (see rope_params in engine/model/rope.h for what
@@ -131,5 +139,7 @@ void read_sliding_window(const gguf::Metadata &meta, HParams &hp, int64_t defaul
 std::string arch_key(const HParams &hp, std::string_view suffix);
 // A float key (F32 or F64), nullopt when absent; loom::fail("model", ...) on another type.
 std::optional<float> read_float(const gguf::Metadata &meta, const std::string &key);
+// A bool key, nullopt when absent; loom::fail("model", ...) on another type.
+std::optional<bool> read_bool(const gguf::Metadata &meta, const std::string &key);
 
 }  // namespace loom::engine

@@ -16,7 +16,11 @@ struct LayerWeights {
     // Q and K norms: per head (Qwen3), or over the whole projection (OLMo 2)
     Tensor *attn_q_norm = nullptr, *attn_k_norm = nullptr;
     Tensor *attn_post_norm = nullptr;  // post_attention_norm: the attention's output normed
-    Tensor *attn_sinks = nullptr;      // attn_sinks.weight [n_head]: a logit per head (gpt-oss)
+    // BERT's post-norms: attn_output_norm (after the attention's residual) and
+    // layer_output_norm (after the feed-forward's), each with a bias.
+    Tensor *attn_out_norm = nullptr, *attn_out_norm_b = nullptr;
+    Tensor *layer_out_norm = nullptr, *layer_out_norm_b = nullptr;
+    Tensor *attn_sinks = nullptr;  // attn_sinks.weight [n_head]: a logit per head (gpt-oss)
     // Latent attention (DeepSeek 2/3): Q through attn_q_a → attn_q_a_norm → attn_q_b; K and V
     // from the latent attn_kv_a_mqa → attn_kv_a_norm, expanded by attn_kv_b, or in the absorbed
     // layout by attn_k_b (into Q) and attn_v_b (after attention).
@@ -42,9 +46,11 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-    Tensor *tok_embd = nullptr;     // token_embd.weight [n_embd, n_vocab]
-    Tensor *pos_embd = nullptr;     // position_embd.weight [n_embd, n_ctx_train]: learned positions
-    Tensor *output_norm = nullptr;  // output_norm.weight
+    Tensor *tok_embd = nullptr;   // token_embd.weight [n_embd, n_vocab]
+    Tensor *pos_embd = nullptr;   // position_embd.weight [n_embd, n_ctx_train]: learned positions
+    Tensor *type_embd = nullptr;  // token_types.weight [n_embd, n_types] (BERT's segments)
+    Tensor *tok_norm = nullptr, *tok_norm_b = nullptr;  // token_embd_norm: the input normed
+    Tensor *output_norm = nullptr;                      // output_norm.weight
     Tensor *output_norm_b = nullptr;
     Tensor *output = nullptr;        // output.weight, or tok_embd when tied
     Tensor *rope_factors = nullptr;  // rope_freqs.weight: Llama 3's per-dimension frequency factors
