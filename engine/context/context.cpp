@@ -129,6 +129,9 @@ Context::Context(const Model &model, const ContextOptions &options)
     options_.n_ctx = memory_->size();
     // An encoder's outputs are its embeddings: it has nothing else to give.
     if (!model.arch().lm_head) options_.embeddings = true;
+    // Where each token sees its whole sequence (attending among the ubatch's tokens, nothing
+    // cached), a sequence must not be split: a batch is computed as one ubatch.
+    if (!model.hparams().causal_attn) options_.n_ubatch = options_.n_batch;
 }
 
 void Context::check(const Batch &batch) const {

@@ -10,6 +10,8 @@
 //   memory     Context::memory(): seq_rm / seq_cp / seq_keep / seq_add, sizes, its KV caches
 //   saved      save_sequence / load_sequence (files)         engine/context/sequence_state.h
 //   shifting   shift_context (a full context goes on)        engine/context/context_shift.h
+//   pooling    pool (an encoder's token states to one        engine/context/pooling.h
+//              embedding), l2_normalize
 //   sampler    Sampler, SamplingParams                       engine/sampling/sampler.h
 //   grammar    parse_gbnf, json_schema_to_gbnf, TokenGrammar engine/grammar/
 //              (a TokenConstraint for Sampler::sample)
@@ -29,6 +31,7 @@
 #include "engine/context/batch.h"
 #include "engine/context/context.h"
 #include "engine/context/context_shift.h"
+#include "engine/context/pooling.h"
 #include "engine/context/sequence_state.h"
 #include "engine/grammar/gbnf.h"
 #include "engine/grammar/json_schema.h"

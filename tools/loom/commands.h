@@ -22,6 +22,7 @@ void add_bench_command(CLI::App &app, int &exit_code);
 void add_perplexity_command(CLI::App &app, int &exit_code);
 void add_serve_command(CLI::App &app, int &exit_code);
 void add_template_command(CLI::App &app, int &exit_code);
+void add_embed_command(CLI::App &app, int &exit_code);
 // Rewrites llama.cpp's one-dash multi-letter flags (llama-bench's -pg, -ub, -fa, -ctk,
 // llama-server's -np) in a command line of the matching subcommand.
 void accept_llama_cpp_flags(std::vector<std::string> &args);

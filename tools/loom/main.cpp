@@ -49,6 +49,7 @@ int main(int argc, char **argv) {
     loom::tools::add_perplexity_command(app, exit_code);
     loom::tools::add_serve_command(app, exit_code);
     loom::tools::add_template_command(app, exit_code);
+    loom::tools::add_embed_command(app, exit_code);
 
     std::vector<std::string> args(argv, argv + argc);
     loom::tools::accept_llama_cpp_flags(args);

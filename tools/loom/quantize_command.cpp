@@ -12,6 +12,7 @@
 #include "loom/engine.h"
 #include "loom/error.h"
 #include "tools/loom/commands.h"
+#include "tools/loom/progress_bar.h"
 
 namespace loom::tools {
 
@@ -24,27 +25,6 @@ struct QuantizeArgs {
     int n_threads = 0;
     bool pure = false;
     bool allow_requantize = false;
-};
-
-constexpr int kBarWidth = 30;
-
-// "\rquantizing [#########.....................]  31% (7/21 tensors)", redrawn when it changes.
-class ProgressBar {
-  public:
-    void update(const engine::QuantizeProgress &p) {
-        const int percent = p.bytes_total == 0 ? 100 : int(100 * p.bytes_done / p.bytes_total);
-        if (percent == shown_ && p.tensors_done != p.n_tensors) return;
-        shown_ = percent;
-        const int filled = percent * kBarWidth / 100;
-        std::fprintf(stderr, "\rquantizing [%s%s] %3d%% (%zu/%zu tensors)",
-                     std::string(size_t(filled), '#').c_str(),
-                     std::string(size_t(kBarWidth - filled), '.').c_str(), percent, p.tensors_done,
-                     p.n_tensors);
-        if (p.tensors_done == p.n_tensors) std::fputc('\n', stderr);
-    }
-
-  private:
-    int shown_ = -1;
 };
 
 std::string describe_size(uint64_t bytes, uint64_t n_elements) {
@@ -60,14 +40,17 @@ void run_quantize(const QuantizeArgs &args) {
              engine::file_type_names());
     }
     if (args.n_threads < 0) fail("quantize", "--threads must be positive");
-    auto bar = std::make_shared<ProgressBar>();
+    auto bar = std::make_shared<ProgressBar>("quantizing", "tensors");
     const engine::QuantizeReport report = engine::quantize_file(
         args.in_path, args.out_path,
         {.file_type = type,
          .pure = args.pure,
          .allow_requantize = args.allow_requantize,
          .n_threads = args.n_threads,
-         .progress = [bar](const engine::QuantizeProgress &p) { bar->update(p); }});
+         .progress = [bar](const engine::QuantizeProgress &p) {
+             bar->update(p.bytes_total == 0 ? 1.0 : double(p.bytes_done) / double(p.bytes_total),
+                         int64_t(p.tensors_done), int64_t(p.n_tensors));
+         }});
     int n_fallback = 0;
     for (const engine::QuantizedTensor &t : report.tensors) {
         if (t.to == t.wanted) continue;
