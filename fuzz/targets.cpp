@@ -1,6 +1,7 @@
 #include "fuzz/targets.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "engine/jinja/template.h"
 #include "loom/error.h"
 #include "loom/gguf.h"
+#include "tools/loom/serve/embeddings.h"
 #include "tools/loom/serve/functionary.h"
 #include "tools/loom/serve/harmony.h"
 #include "tools/loom/serve/reasoning.h"
@@ -90,8 +92,27 @@ void check_cut(const std::string &text, size_t cut, Arg arg) {
     }
 }
 
+// A WordPiece vocabulary for the embeddings request (../shared beside LOOM_ROOT, or the working
+// directory), or null where it is not there.
+const engine::Vocab *embedding_vocab() {
+    static const std::unique_ptr<engine::Vocab> vocab = []() -> std::unique_ptr<engine::Vocab> {
+        const char *root = std::getenv("LOOM_ROOT");
+        const std::filesystem::path path = std::filesystem::path(root != nullptr ? root : ".") /
+                                           "../shared/models/vocab/ggml-vocab-bert-bge.gguf";
+        if (!std::filesystem::exists(path)) return nullptr;
+        return std::make_unique<engine::Vocab>(engine::Vocab::from_gguf(gguf::File(path.string())));
+    }();
+    return vocab.get();
+}
+
 void request_one_input(const uint8_t *data, size_t size) {
     const std::string body(reinterpret_cast<const char *>(data), size);
+    if (const engine::Vocab *vocab = embedding_vocab()) {
+        try {
+            serve::parse_embedding_request(serve::parse_json_body(body), *vocab, 384, 512);
+        } catch (const serve::RequestError &) {
+        }
+    }
     // Each tool call form in turn, by the input's size (the body stays all JSON).
     constexpr serve::ToolCallForm kForms[] = {
         serve::ToolCallForm::hermes,       serve::ToolCallForm::llama3_json,

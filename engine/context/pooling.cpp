@@ -42,4 +42,59 @@ void l2_normalize(std::span<float> v) {
     for (float &x : v) x = float(double(x) * scale);
 }
 
+std::vector<std::vector<std::vector<float>>> embed_sequences(
+    Context &ctx, std::span<const std::vector<int32_t>> texts, Pooling pooling, bool normalize,
+    const std::function<void(size_t done)> &progress) {
+    const int64_t n_embd = ctx.model().hparams().n_embd, n_batch = ctx.options().n_batch;
+    const auto n_seq = size_t(ctx.options().n_seq_max);
+    for (size_t i = 0; i < texts.size(); ++i) {
+        if (texts[i].empty()) fail("embed", "text {} has no tokens", i + 1);
+        if (int64_t(texts[i].size()) > n_batch) {
+            fail("embed", "text {} has {} tokens; at most {} are decoded at once", i + 1,
+                 texts[i].size(), n_batch);
+        }
+    }
+    std::vector<std::vector<std::vector<float>>> out;
+    for (size_t first = 0; first < texts.size();) {
+        Batch batch;
+        size_t last = first;
+        while (last < texts.size() && last - first < n_seq &&
+               batch.size() + int64_t(texts[last].size()) <= n_batch) {
+            for (size_t i = 0; i < texts[last].size(); ++i) {
+                batch.add(texts[last][i], Pos(i), SeqId(last - first), true);
+            }
+            ++last;
+        }
+        ctx.decode(batch);
+        int64_t row = 0;
+        for (size_t t = first; t < last; ++t) {
+            const auto n = int64_t(texts[t].size());
+            std::vector<float> rows;
+            rows.reserve(size_t(n * n_embd));
+            for (int64_t i = 0; i < n; ++i) {
+                const auto e = ctx.embeddings(row + i);
+                rows.insert(rows.end(), e.begin(), e.end());
+            }
+            row += n;
+            std::vector<std::vector<float>> embeddings;
+            if (pooling == Pooling::none) {
+                for (int64_t i = 0; i < n; ++i) {
+                    embeddings.emplace_back(rows.begin() + i * n_embd,
+                                            rows.begin() + (i + 1) * n_embd);
+                }
+            } else {
+                embeddings.push_back(pool(rows, n_embd, pooling));
+            }
+            if (normalize) {
+                for (std::vector<float> &e : embeddings) l2_normalize(e);
+            }
+            out.push_back(std::move(embeddings));
+            ctx.memory().seq_rm(SeqId(t - first), 0, -1);
+        }
+        first = last;
+        if (progress) progress(first);
+    }
+    return out;
+}
+
 }  // namespace loom::engine

@@ -4,7 +4,8 @@
 # with the chatml fallback and with a model's own Jinja template (tools, tool calls, a template
 # that raises), prompt caching and slot files, constrained output, tool calls (tools_test.mjs),
 # reasoning_content, /props, /slots, /apply-template, CORS, the chat page at / (webui_test.mjs;
-# --no-webui), and SIGINT stopping the server with exit code 0.
+# --no-webui), /v1/embeddings on an embedding model (embeddings_test.mjs), and SIGINT stopping
+# the server with exit code 0.
 # Usage: check_server.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -302,4 +303,11 @@ start_server --parallel 1 --ctx-size 256 --no-webui
 code=$(curl -s -o /dev/null -w '%{http_code}' "$url/")
 [ "$code" = 404 ] || fail "GET / with --no-webui: $code"
 stop_server
-echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, tool calls, reasoning, props, apply-template, CORS and SIGINT as expected"
+
+# An embedding model (llama.cpp's bert fixture): /v1/embeddings through the openai client.
+bert="$root/../shared/fixtures/bert"
+[ -f "$bert/model.gguf" ] || fail "missing $bert (../shared beside the repository)"
+model="$bert/model.gguf" start_server --parallel 1 --ctx-size 256
+node "$root/tests/serve/embeddings_test.mjs" "$url" "$bert/case.json" || fail "embeddings"
+stop_server
+echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, tool calls, reasoning, props, apply-template, CORS, embeddings and SIGINT as expected"

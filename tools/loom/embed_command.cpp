@@ -125,63 +125,28 @@ void run_embed(const EmbedOptions &o) {
     EmbeddingWriter writer(o.output, std::filesystem::path(o.model.path).filename().string());
     const std::vector<std::string> texts = texts_of(o);
     std::vector<std::vector<int32_t>> tokens;
-    for (size_t i = 0; i < texts.size(); ++i) {
-        tokens.push_back(model->vocab().tokenize(texts[i], true, false));
-        if (tokens.back().empty()) fail("embed", "text {} has no tokens", i + 1);
-        if (int64_t(tokens.back().size()) > std::min(o.n_batch, hp.n_ctx_train)) {
-            fail("embed", "text {} has {} tokens; at most {} fit (the batch, the model's context)",
-                 i + 1, tokens.back().size(), std::min(o.n_batch, hp.n_ctx_train));
-        }
+    int64_t n_tokens = 0;
+    for (const std::string &text : texts) {
+        tokens.push_back(model->vocab().tokenize(text, true, false));
+        n_tokens += int64_t(tokens.back().size());
     }
     engine::ContextOptions copt = context_options(o.model);
-    copt.n_ctx = o.n_batch;
-    copt.n_batch = o.n_batch;
-    copt.n_ubatch = o.n_batch;  // an encoder sees a sequence in one ubatch
+    copt.n_ctx = std::min(o.n_batch, hp.n_ctx_train);  // no text is longer than the model's
+    copt.n_batch = copt.n_ctx;
+    copt.n_ubatch = copt.n_ctx;
     copt.n_seq_max = kMaxSequences;
     copt.embeddings = true;
     engine::Context ctx(*model, copt);
     std::optional<ProgressBar> bar;
     if (!o.file.empty()) bar.emplace("embedding", "texts");
-
-    int64_t n_tokens = 0;
-    for (size_t first = 0; first < texts.size();) {
-        engine::Batch batch;
-        size_t last = first;
-        while (last < texts.size() && int(last - first) < kMaxSequences &&
-               batch.size() + int64_t(tokens[last].size()) <= o.n_batch) {
-            for (size_t i = 0; i < tokens[last].size(); ++i) {
-                batch.add(tokens[last][i], engine::Pos(i), engine::SeqId(last - first), true);
-            }
-            ++last;
-        }
-        ctx.decode(batch);
-        int64_t row = 0;
-        for (size_t t = first; t < last; ++t) {
-            const auto n = int64_t(tokens[t].size());
-            std::vector<float> rows;
-            for (int64_t i = 0; i < n; ++i) {
-                const auto e = ctx.embeddings(row + i);
-                rows.insert(rows.end(), e.begin(), e.end());
-            }
-            row += n;
-            n_tokens += n;
-            if (pooling == engine::Pooling::none) {
-                for (int64_t i = 0; i < n; ++i) {
-                    std::span<float> e(rows.data() + i * hp.n_embd, size_t(hp.n_embd));
-                    if (o.normalize == 1) engine::l2_normalize(e);
-                    writer.add(e);
-                }
-            } else {
-                std::vector<float> e = engine::pool(rows, hp.n_embd, pooling);
-                if (o.normalize == 1) engine::l2_normalize(e);
-                writer.add(e);
-            }
-            ctx.memory().seq_rm(engine::SeqId(t - first), 0, -1);
-        }
-        first = last;
-        if (bar)
-            bar->update(double(first) / double(texts.size()), int64_t(first),
-                        int64_t(texts.size()));
+    const auto embeddings =
+        engine::embed_sequences(ctx, tokens, pooling, o.normalize == 1, [&](size_t done) {
+            if (bar)
+                bar->update(double(done) / double(texts.size()), int64_t(done),
+                            int64_t(texts.size()));
+        });
+    for (const auto &text : embeddings) {
+        for (const std::vector<float> &e : text) writer.add(e);
     }
     writer.finish(n_tokens);
 }

@@ -16,6 +16,7 @@
 #include "tools/loom/serve/chat_page.h"
 #include "tools/loom/serve/chat_prompt.h"
 #include "tools/loom/serve/client_connection.h"
+#include "tools/loom/serve/embeddings.h"
 #include "tools/loom/serve/functionary.h"
 #include "tools/loom/serve/harmony.h"
 #include "tools/loom/serve/metrics.h"
@@ -178,6 +179,9 @@ struct HttpServer::Impl {
     std::atomic<bool> stop_requested{false};
     std::unique_ptr<engine::Model> model;
     std::unique_ptr<SlotScheduler> scheduler;
+    // An embedding model's context (no LM head): /v1/embeddings requests, one at a time.
+    std::unique_ptr<engine::Context> embedder;
+    std::mutex embed_mutex;
     std::string model_name;
     std::optional<engine::ChatFormatter> chat;  // the chat prompt's format, chosen at start-up
 
@@ -186,6 +190,7 @@ struct HttpServer::Impl {
     void routes();
     bool authorized(const httplib::Request &req) const;
     void completions(const httplib::Request &req, httplib::Response &res, bool chat);
+    void embeddings(const httplib::Request &req, httplib::Response &res);
     void tokenize(const httplib::Request &req, httplib::Response &res);
     void detokenize(const httplib::Request &req, httplib::Response &res);
     void slot_action(const httplib::Request &req, httplib::Response &res);
@@ -303,11 +308,22 @@ void HttpServer::Impl::routes() {
                   parse_completion_request(parse_json_body(req.body), true);  // checks messages
                   send_json(res, 200, {{"prompt", chat_prompt_text(*chat, req.body)}});
               }));
-    for (const char *path : {"/v1/embeddings", "/embeddings", "/v1/rerank", "/rerank"}) {
+    for (const char *path : {"/v1/embeddings", "/embeddings"}) {
+        http.Post(path, when_ready([this](const httplib::Request &req, httplib::Response &res) {
+                      if (embedder == nullptr) {
+                          return send_error(res, 501,
+                                            fmt::format("{} needs an embedding model; {} "
+                                                        "generates text",
+                                                        req.path, model_name));
+                      }
+                      embeddings(req, res);
+                  }));
+    }
+    for (const char *path : {"/v1/rerank", "/rerank"}) {
         http.Post(path, when_ready([this](const httplib::Request &req, httplib::Response &res) {
                       send_error(res, 501,
-                                 fmt::format("{} needs an embedding or reranking model; {} "
-                                             "generates text",
+                                 fmt::format("{} needs a reranking model (rank pooling), which "
+                                             "Loom does not run yet; {} is not one",
                                              req.path, model_name));
                   }));
     }
@@ -347,7 +363,36 @@ void HttpServer::Impl::detokenize(const httplib::Request &req, httplib::Response
     send_json(res, 200, {{"content", model->vocab().detokenize(ids, false)}});
 }
 
+void HttpServer::Impl::embeddings(const httplib::Request &req, httplib::Response &res) {
+    const engine::HParams &hp = model->hparams();
+    if (hp.pooling == engine::Pooling::none || hp.pooling == engine::Pooling::rank) {
+        throw RequestError(
+            501, "",
+            fmt::format("{} pools its tokens as '{}', which gives no one vector a "
+                        "text: /v1/embeddings needs mean, cls or last pooling",
+                        model_name, hp.pooling == engine::Pooling::none ? "none" : "rank"));
+    }
+    const EmbeddingRequest request = parse_embedding_request(
+        parse_json_body(req.body), model->vocab(), hp.n_embd, embedder->options().n_batch);
+    std::vector<std::vector<float>> vectors;
+    int64_t n_tokens = 0;
+    {
+        std::lock_guard lock(embed_mutex);
+        for (auto &text : engine::embed_sequences(*embedder, request.inputs, hp.pooling, true)) {
+            vectors.push_back(std::move(text.front()));
+        }
+    }
+    for (const auto &input : request.inputs) n_tokens += int64_t(input.size());
+    send_json(res, 200, embeddings_json(vectors, request.base64, model_name, n_tokens));
+}
+
 void HttpServer::Impl::completions(const httplib::Request &req, httplib::Response &res, bool chat) {
+    if (embedder != nullptr) {
+        throw RequestError(501, "",
+                           fmt::format("{} is an embedding model: it gives embeddings (POST "
+                                       "/v1/embeddings), not text",
+                                       model_name));
+    }
     const CompletionRequest request = parse_completion_request(parse_json_body(req.body), chat);
     const std::string chat_text = chat ? chat_prompt_text(*this->chat, req.body) : std::string();
     // Tool calls: parsed from the answer in the form the template teaches; a required call (or a
@@ -575,6 +620,18 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
                                            .context_shift = s.options.context_shift,
                                            .n_keep = s.options.n_keep});
         fmt::print(stderr, "loom serve: KV cache {}\n", s.scheduler->memory_summary());
+        if (!s.model->arch().lm_head) {
+            // An embedding model: texts of at most the model's context, many per decode.
+            const int64_t n = std::min(s.options.n_batch, s.model->hparams().n_ctx_train);
+            s.embedder = std::make_unique<engine::Context>(
+                *s.model, engine::ContextOptions{.n_ctx = n,
+                                                 .n_batch = n,
+                                                 .n_ubatch = n,
+                                                 .n_threads = s.options.n_threads,
+                                                 .n_seq_max = 64,
+                                                 .embeddings = true});
+            fmt::print(stderr, "loom serve: an embedding model: POST /v1/embeddings\n");
+        }
     } catch (...) {
         end_listening();
         throw;
