@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/graph/graph_context.h"
+#include "engine/models/attention.h"
 
 namespace loom::engine {
 namespace {
@@ -29,15 +30,7 @@ void load_bert(WeightLoader &w, const HParams &hp, ModelWeights &m) {
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         LayerWeights &l = m.layers[size_t(il)];
         auto name = [&](const char *n) { return WeightLoader::layer_name(il, n); };
-        const int64_t n_q = hp.n_embd_head_k * hp.n_head;
-        l.wq = w.require(name("attn_q.weight"), {n_embd, n_q});
-        l.bq = w.require(name("attn_q.bias"), {n_q});
-        l.wk = w.require(name("attn_k.weight"), {n_embd, hp.n_embd_k_gqa()});
-        l.bk = w.require(name("attn_k.bias"), {hp.n_embd_k_gqa()});
-        l.wv = w.require(name("attn_v.weight"), {n_embd, hp.n_embd_v_gqa()});
-        l.bv = w.require(name("attn_v.bias"), {hp.n_embd_v_gqa()});
-        l.wo = w.require(name("attn_output.weight"), {hp.n_embd_head_v * hp.n_head, n_embd});
-        l.bo = w.require(name("attn_output.bias"), {n_embd});
+        load_attn_weights(w, hp, il, l, {.biases = true});
         l.attn_out_norm = w.require(name("attn_output_norm.weight"), {n_embd});
         l.attn_out_norm_b = w.require(name("attn_output_norm.bias"), {n_embd});
         l.ffn_up = w.require(name("ffn_up.weight"), {n_embd, hp.n_ff});

@@ -28,29 +28,10 @@ std::vector<float> read_floats(const std::filesystem::path &path, size_t n) {
     return out;
 }
 
-// sum (a - b)^2 / sum b^2
-double nmse(std::span<const float> a, std::span<const float> b) {
-    EXPECT_EQ(a.size(), b.size());
-    double err = 0.0, ref = 0.0;
-    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-        err += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-        ref += double(b[i]) * b[i];
-    }
-    return err / ref;
-}
-
 // Each token's state of `tokens` decoded as sequence `seq` (after emptying it), row after row.
 std::vector<float> token_states(Context &ctx, const std::vector<int32_t> &tokens, SeqId seq = 0) {
     ctx.memory().seq_rm(seq, 0, -1);
-    Batch batch;
-    for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], Pos(i), seq, true);
-    ctx.decode(batch);
-    std::vector<float> out;
-    for (int64_t i = 0; i < ctx.n_outputs(); ++i) {
-        const auto row = ctx.embeddings(i);
-        out.insert(out.end(), row.begin(), row.end());
-    }
-    return out;
+    return all_embeddings(ctx, tokens, seq);
 }
 
 TEST(Bert, MatchesLlamaCpp) {
@@ -66,11 +47,11 @@ TEST(Bert, MatchesLlamaCpp) {
     const std::vector<float> states = token_states(ctx, f.tokens);
     const auto want_states =
         read_floats(f.dir / f.json["token_embeddings_file"].get<std::string>(), states.size());
-    EXPECT_LT(nmse(states, want_states), 1e-6);
+    EXPECT_LT(nmse(std::span<const float>(states), std::span<const float>(want_states)), 1e-6);
 
     const std::vector<float> pooled = pool(states, n_embd, model->hparams().pooling);
     const auto want_pooled = f.json["pooled"].get<std::vector<float>>();
-    EXPECT_LT(nmse(pooled, want_pooled), 1e-6);
+    EXPECT_LT(nmse(std::span<const float>(pooled), std::span<const float>(want_pooled)), 1e-6);
     EXPECT_THROW(ctx.logits(0), Error);
 }
 
@@ -113,7 +94,9 @@ TEST(Bert, EveryTokenSeesItsWholeSequenceAndNoOther) {
     b.back() = f.tokens[20];  // the same beginning, another last token
     const std::vector<float> alone_a = token_states(ctx, a), alone_b = token_states(ctx, b);
     // Not causal: the first token's state already differs with the last token.
-    EXPECT_GT(nmse(std::span(alone_a).first(n_embd), std::span(alone_b).first(n_embd)), 1e-6);
+    EXPECT_GT(nmse(std::span<const float>(alone_a).first(n_embd),
+                   std::span<const float>(alone_b).first(n_embd)),
+              1e-6);
 
     // Both in one batch, as two sequences: each as it was alone.
     ctx.memory().seq_rm(0, 0, -1);
@@ -124,8 +107,10 @@ TEST(Bert, EveryTokenSeesItsWholeSequenceAndNoOther) {
     for (size_t i = 0; i < a.size(); ++i) {
         const auto got_a = ctx.embeddings(int64_t(i));
         const auto got_b = ctx.embeddings(int64_t(a.size() + i));
-        EXPECT_LT(nmse(got_a, std::span(alone_a).subspan(i * n_embd, n_embd)), 1e-10) << i;
-        EXPECT_LT(nmse(got_b, std::span(alone_b).subspan(i * n_embd, n_embd)), 1e-10) << i;
+        EXPECT_LT(nmse(got_a, std::span<const float>(alone_a).subspan(i * n_embd, n_embd)), 1e-10)
+            << i;
+        EXPECT_LT(nmse(got_b, std::span<const float>(alone_b).subspan(i * n_embd, n_embd)), 1e-10)
+            << i;
     }
 }
 

@@ -57,16 +57,23 @@ inline Fixture load_fixture(const std::string &name) {
 }
 
 // Every position's logits of `tokens` decoded as sequence 0 in one batch, row after row.
-inline std::vector<float> all_logits(Context &ctx, const std::vector<int32_t> &tokens) {
+inline std::vector<float> all_logits(Context &ctx, const std::vector<int32_t> &tokens,
+                                     SeqId seq = 0, bool embeddings = false) {
     Batch batch;
-    for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], Pos(i), 0, true);
+    for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], Pos(i), seq, true);
     ctx.decode(batch);
     std::vector<float> out;
     for (int64_t i = 0; i < ctx.n_outputs(); ++i) {
-        const auto row = ctx.logits(i);
+        const auto row = embeddings ? ctx.embeddings(i) : ctx.logits(i);
         out.insert(out.end(), row.begin(), row.end());
     }
     return out;
+}
+
+// The same with every position's final state (an encoder's outputs) instead of its logits.
+inline std::vector<float> all_embeddings(Context &ctx, const std::vector<int32_t> &tokens,
+                                         SeqId seq = 0) {
+    return all_logits(ctx, tokens, seq, true);
 }
 
 // sum (a - b)^2 / sum b^2, as ggml's test-backend-ops measures error.
