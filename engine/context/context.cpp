@@ -75,6 +75,9 @@ KvCacheParams kv_params(const Model &model, const ContextOptions &o) {
             .k_only = model.hparams().is_mla,
             .n_stream = n_stream,
             .n_seq_max = o.n_seq_max,
+            // Tokens that see their whole sequence attend within their ubatch (a batch is
+            // computed as one): nothing is read back from a cache.
+            .cells_only = !model.hparams().causal_attn,
             .alibi = model.hparams().f_max_alibi_bias > 0.0f,
             .buffer_types = layer_buffer_types(model)};
 }
@@ -201,7 +204,10 @@ void Context::decode(const Batch &batch) {
     apply_kv_shift();
     n_outputs_ = std::count(batch.logits.begin(), batch.logits.end(), uint8_t(1));
     if (model_.arch().lm_head) logits_.assign(size_t(n_outputs_ * model_.hparams().n_vocab), 0.0f);
-    if (options_.embeddings) embeddings_.assign(size_t(n_outputs_ * model_.hparams().n_embd), 0.0f);
+    if (options_.embeddings) {
+        embeddings_.assign(size_t(n_outputs_ * model_.hparams().n_embd), 0.0f);
+        scores_.assign(size_t(n_outputs_ * n_scores()), 0.0f);
+    }
     for (size_t i = 0; i < ubatches.size(); ++i) decode_ubatch(ubatches[i], std::move(slots[i]));
 }
 
@@ -251,6 +257,7 @@ void Context::decode_ubatch(const Ubatch &u_in, UbatchMemory slots) {
     if (graph_->logits != nullptr)
         copy_outputs(u, *graph_->logits, model_.hparams().n_vocab, logits_);
     if (options_.embeddings) copy_outputs(u, *graph_->embd, model_.hparams().n_embd, embeddings_);
+    if (graph_->scores != nullptr) copy_outputs(u, *graph_->scores, n_scores(), scores_);
 }
 
 void Context::copy_outputs(const Ubatch &u, const Tensor &rows, int64_t width,
@@ -281,6 +288,18 @@ std::span<const float> Context::embeddings(int64_t i) const {
     }
     const int64_t n_embd = model_.hparams().n_embd;
     return {embeddings_.data() + i * n_embd, size_t(n_embd)};
+}
+
+int64_t Context::n_scores() const {
+    const ModelWeights &w = model_.weights();
+    return w.cls_out != nullptr ? w.cls_out->ne[1] : w.cls != nullptr ? w.cls->ne[1] : 0;
+}
+
+std::span<const float> Context::scores(int64_t i) const {
+    const int64_t n = n_scores();
+    if (n == 0) fail("decode", "{} has no classifier head to score with", model_.hparams().arch);
+    (void)embeddings(i);  // the same checks: a context with embeddings, an output of the batch
+    return {scores_.data() + i * n, size_t(n)};
 }
 
 std::vector<std::byte> Context::save_seq(SeqId seq) {

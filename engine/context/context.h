@@ -80,6 +80,10 @@ class Context {
     // The same token's final hidden state (n_embd floats); loom::Error("[decode] ...") unless
     // the context was made with ContextOptions::embeddings.
     std::span<const float> embeddings(int64_t i) const;
+    // A reranker's classifier head (ModelWeights::cls, cls_out) on the same token's state:
+    // n_scores() floats (its relevance score first); 0 scores where the model has no head.
+    int64_t n_scores() const;
+    std::span<const float> scores(int64_t i) const;
 
     // Sequence seq's memory as bytes: every cache's cells, positions, K and V (pending shifts
     // applied first).
@@ -132,6 +136,7 @@ class Context {
     std::unique_ptr<GraphResult> graph_;
     std::vector<float> logits_;
     std::vector<float> embeddings_;  // with ContextOptions::embeddings
+    std::vector<float> scores_;      // n_scores() per output, with embeddings
     int64_t n_outputs_ = 0;
     DecodeStats stats_;
 };

@@ -5,9 +5,11 @@
 namespace loom::engine {
 
 void require_context_shift(const Model &model, const char *command) {
-    if (model.arch().positions == PositionEncoding::rope) return;
+    // Rotary and ALiBi positions are relative: moved tokens keep their distances.
+    if (model.arch().positions != PositionEncoding::learned) return;
     fail(command,
-         "--context-shift moves tokens to new positions, which needs rotary position embeddings; "
+         "--context-shift moves tokens to new positions, which needs relative positions (rotary "
+         "or ALiBi); "
          "{} has learned ones",
          model.hparams().arch);
 }

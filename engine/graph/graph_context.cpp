@@ -301,6 +301,13 @@ void GraphContext::build_embeddings(Tensor *cur) {
     res_.embd = name(set_output(cur), "result_embd");
     res_.logits = nullptr;
     build_forward_expand(gf, res_.embd);
+    if (w.cls == nullptr && w.cls_out == nullptr) return;
+    // A reranker's head, on every output row (rank pooling asks for the first token's alone):
+    // cls_out(tanh(cls · x + b)) + b, as llama.cpp's rank pooling computes it.
+    if (w.cls != nullptr) cur = tanh(ctx0, build_linear(w.cls, cur, w.cls_b));
+    if (w.cls_out != nullptr) cur = build_linear(w.cls_out, cur, w.cls_out_b);
+    res_.scores = name(set_output(cur), "result_scores");
+    build_forward_expand(gf, res_.scores);
 }
 
 }  // namespace loom::engine

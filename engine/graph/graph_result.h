@@ -41,6 +41,8 @@ class GraphResult {
 
     Tensor *logits = nullptr;  // F32 [n_vocab, n_outputs]
     Tensor *embd = nullptr;    // F32 [n_embd, n_outputs]: the final hidden state
+    // F32 [n_scores, n_outputs]: a reranker's classifier head on each output (null: none)
+    Tensor *scores = nullptr;
 
   private:
     std::unique_ptr<loom::Context> ctx_;

@@ -16,6 +16,7 @@ namespace {
 
 // The model layers a cache holds: those listed, or every layer.
 std::vector<int64_t> held_layers(const HParams &hp, const KvCacheParams &params) {
+    if (params.cells_only) return {};
     std::vector<int64_t> layers = params.layers;
     if (layers.empty()) {
         for (int64_t il = 0; il < hp.n_layer; ++il) layers.push_back(il);

@@ -43,6 +43,9 @@ struct KvCacheParams {
     int n_seq_max = 1;  // sequence ids are 0 .. n_seq_max - 1
     // The model layers whose K and V it holds (empty: every layer).
     std::vector<int64_t> layers;
+    // No K and V at all, only the cells (which sequence holds which positions): an encoder's
+    // tokens attend among their own ubatch, so nothing is stored for later.
+    bool cells_only = false;
     // What a token may see besides causality; a window lets cells be reused.
     AttnWindow window;
     // ALiBi: the mask holds -|p1 - p0| where a token sees a cell, which the softmax scales by

@@ -13,7 +13,9 @@ namespace loom::engine {
 
 class GraphContext;
 
-enum class PositionEncoding { rope, learned };
+// rope: Q and K rotated by position; learned: a table added to the input; alibi: no position in
+// the states at all, a bias -slope · distance on the attention scores (HParams::f_max_alibi_bias).
+enum class PositionEncoding { rope, learned, alibi };
 
 struct ArchDescriptor {
     std::string_view name;  // general.architecture

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <variant>
 
 #include "loom/error.h"
 
@@ -232,6 +233,13 @@ HParams HParams::from_gguf(const gguf::Metadata &meta) {
              key("pooling_type"), pooling);
     }
     hp.pooling = Pooling(pooling);
+    if (const auto *labels = meta.find(key("classifier.output_labels"))) {
+        const auto *array = std::get_if<gguf::Array>(labels);
+        if (array == nullptr || array->size() == 0) {
+            fail("model", "{} is not a list of labels", key("classifier.output_labels"));
+        }
+        hp.n_cls_out = int64_t(array->size());
+    }
     hp.rope_freq_base = read_float(meta, key("rope.freq_base")).value_or(10000.0f);
     read_rope_scaling(meta, hp);
     hp.f_logit_scale = read_float(meta, key("logit_scale")).value_or(0.0f);

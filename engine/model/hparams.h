@@ -42,6 +42,9 @@ struct HParams {
     // their whole sequence).
     bool causal_attn = true;
     Pooling pooling = Pooling::none;  // <arch>.pooling_type
+    // A reranker's classifier head outputs: the length of <arch>.classifier.output_labels, 1
+    // where the file has no labels (as llama.cpp reads it).
+    int64_t n_cls_out = 1;
     float rope_freq_base = 10000.0f;
 
     // RoPE scaling, read as llama.cpp reads it (see rope_params in engine/model/rope.h for what

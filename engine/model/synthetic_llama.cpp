@@ -2,34 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <deque>
-#include <random>
 #include <vector>
 
+#include "engine/model/synthetic_weights.h"
 #include "loom/gguf.h"
 
 namespace loom::engine {
 namespace {
-
-// Owns the bytes of every tensor until the file is written.
-struct TensorStore {
-    std::deque<std::vector<std::byte>> data;
-    std::mt19937 rng;
-    // Quantizing with the reference fitters is the slow part; rows are drawn in chunks.
-    void add(gguf::Writer &w, const std::string &name, DType type, int64_t ne0, int64_t ne1,
-             float mean, float stddev) {
-        std::normal_distribution<float> normal(mean, stddev);
-        std::vector<float> x(size_t(ne0 * ne1));
-        for (float &v : x) v = normal(rng);
-        auto &bytes = data.emplace_back(row_size(type, ne0) * size_t(ne1));
-        traits(type).from_float(x.data(), bytes.data(), ne0 * ne1);
-        if (ne1 == 1) {
-            w.add_tensor(name, type, {ne0}, bytes.data());
-        } else {
-            w.add_tensor(name, type, {ne0, ne1}, bytes.data());
-        }
-    }
-};
 
 void add_vocab(gguf::Writer &w, int64_t n_vocab) {
     std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
@@ -69,7 +48,7 @@ void write_synthetic_llama(const std::string &path, const LlamaShape &s, DType t
     w.set("llama.attention.layer_norm_rms_epsilon", 1e-5f);
     add_vocab(w, s.n_vocab);
 
-    TensorStore store{.rng = std::mt19937(seed)};
+    SyntheticWeights store(seed);
     const int64_t n_kv = s.n_embd / s.n_head * s.n_head_kv;
     constexpr float kStd = 0.02f;
     store.add(w, "token_embd.weight", type, s.n_embd, s.n_vocab, 0.0f, kStd);

@@ -15,10 +15,12 @@ struct LayerWeights {
     Tensor *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr, *bqkv = nullptr;
     // Q and K norms: per head (Qwen3), or over the whole projection (OLMo 2)
     Tensor *attn_q_norm = nullptr, *attn_k_norm = nullptr;
+    Tensor *attn_q_norm_b = nullptr, *attn_k_norm_b = nullptr;  // LayerNorms' biases (Jina)
     Tensor *attn_post_norm = nullptr;  // post_attention_norm: the attention's output normed
     // BERT's post-norms: attn_output_norm (after the attention's residual) and
     // layer_output_norm (after the feed-forward's), each with a bias.
     Tensor *attn_out_norm = nullptr, *attn_out_norm_b = nullptr;
+    Tensor *attn_norm_2 = nullptr, *attn_norm_2_b = nullptr;  // a second post-attention norm
     Tensor *layer_out_norm = nullptr, *layer_out_norm_b = nullptr;
     Tensor *attn_sinks = nullptr;  // attn_sinks.weight [n_head]: a logit per head (gpt-oss)
     // Latent attention (DeepSeek 2/3): Q through attn_q_a → attn_q_a_norm → attn_q_b; K and V
@@ -52,7 +54,10 @@ struct ModelWeights {
     Tensor *tok_norm = nullptr, *tok_norm_b = nullptr;  // token_embd_norm: the input normed
     Tensor *output_norm = nullptr;                      // output_norm.weight
     Tensor *output_norm_b = nullptr;
-    Tensor *output = nullptr;        // output.weight, or tok_embd when tied
+    Tensor *output = nullptr;  // output.weight, or tok_embd when tied
+    // A reranker's classifier head on the first token's state: cls.weight [n_embd, n] (+ bias),
+    // tanh, cls.output.weight [n, n_cls_out] (+ bias); either may be absent.
+    Tensor *cls = nullptr, *cls_b = nullptr, *cls_out = nullptr, *cls_out_b = nullptr;
     Tensor *rope_factors = nullptr;  // rope_freqs.weight: Llama 3's per-dimension frequency factors
     // LongRoPE's factors for contexts past the original one and within it,
     // rope_factors_{long,short}.weight [n_rot / 2]

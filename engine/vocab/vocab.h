@@ -41,6 +41,9 @@ class Vocab {
     // SentencePiece, WordPiece and some BPE pre-tokenizers, EOS for Unigram).
     bool add_bos() const { return add_bos_; }
     bool add_eos() const { return add_eos_; }
+    // tokenizer.ggml.add_sep_token, else WordPiece's default (on): a separator between the two
+    // texts of a pair (format_rerank_pair).
+    bool add_sep() const { return add_sep_; }
     // A space is put before the text (tokenizer.ggml.add_space_prefix; SentencePiece default on).
     bool add_space_prefix() const { return add_space_prefix_; }
 
@@ -117,6 +120,7 @@ class Vocab {
     int32_t sep_ = -1;
     bool add_bos_ = false;
     bool add_eos_ = false;
+    bool add_sep_ = false;
     bool add_space_prefix_ = false;
 };
 

@@ -144,6 +144,7 @@ void Vocab::read_model(const gguf::Metadata &metadata) {
         type_ = VocabType::wpm;
         bos_ = 101, unk_ = 100, sep_ = 102;
         add_bos_ = true;
+        add_sep_ = true;
         clean_spaces_ = true;
     } else if (model_ == "t5") {
         type_ = VocabType::ugm;
@@ -203,6 +204,7 @@ void Vocab::read_special_ids(const gguf::Metadata &metadata) {
     read("tokenizer.ggml.seperator_token_id", sep_);  // sic, llama.cpp's key
     add_bos_ = metadata.get_optional<bool>("tokenizer.ggml.add_bos_token").value_or(add_bos_);
     add_eos_ = metadata.get_optional<bool>("tokenizer.ggml.add_eos_token").value_or(add_eos_);
+    add_sep_ = metadata.get_optional<bool>("tokenizer.ggml.add_sep_token").value_or(add_sep_);
     if (force_bos_) add_bos_ = true;
 }
 

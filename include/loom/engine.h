@@ -11,14 +11,15 @@
 //   saved      save_sequence / load_sequence (files)         engine/context/sequence_state.h
 //   shifting   shift_context (a full context goes on)        engine/context/context_shift.h
 //   pooling    pool (an encoder's token states to one        engine/context/pooling.h
-//              embedding), l2_normalize
+//              embedding), l2_normalize, embed_sequences,
+//              rerank_pair_tokens (a reranker's input)
 //   sampler    Sampler, SamplingParams                       engine/sampling/sampler.h
 //   grammar    parse_gbnf, json_schema_to_gbnf, TokenGrammar engine/grammar/
 //              (a TokenConstraint for Sampler::sample)
 //   tokenizer  Vocab: tokenize, detokenize, special tokens   engine/vocab/vocab.h
 //   chat       ChatFormatter (the model's Jinja template or a built-in family), ChatRender,
 //              PromptCache (a conversation's tokens so far)  engine/chat/
-//   files      quantize_file, write_synthetic_llama          engine/quantize/, engine/model/
+//   files      quantize_file, write_synthetic_model          engine/quantize/, engine/model(s)/
 //
 // The headers behind it are the engine's own. `make install` installs them with this one
 // (`pkg-config loom-cpp`) and libloom.so exports namespace loom, but C++ classes change shape
@@ -40,6 +41,7 @@
 #include "engine/memory/kv_cache.h"
 #include "engine/model/model.h"
 #include "engine/model/synthetic_llama.h"
+#include "engine/models/synthetic_encoders.h"
 #include "engine/quantize/quantize.h"
 #include "engine/sampling/sampler.h"
 #include "engine/vocab/vocab.h"

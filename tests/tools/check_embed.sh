@@ -2,7 +2,8 @@
 # `loom embed` end to end on llama.cpp's bert fixture: the prompt's raw mean-pooled embedding is
 # llama.cpp's, the default one has length 1, a file of 100 lines (decoded many at a time) gives
 # each line the embedding it has alone, --pooling none one per token, the jsonl and f32 outputs
-# the same numbers, progress lines on stderr, and the error paths (message, non-zero exit).
+# the same numbers, progress lines on stderr, the error paths (message, non-zero exit), and a
+# reranker's scores of query / document pairs (llama-embedding --pooling rank's).
 # Usage: check_embed.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -82,4 +83,21 @@ expect_error "not one of none, mean, cls, last" -m "$model" -p hi --pooling max
 expect_error "not one of json, jsonl, f32" -m "$model" -p hi -o xml
 : >"$tmp/empty.txt"
 expect_error "holds no text" -m "$model" -f "$tmp/empty.txt"
-echo "loom embed: llama.cpp's pooled embedding, normalised, batched lines as alone, per token, f32, errors"
+expect_error "no classifier head: rank pooling needs a reranker" -m "$model" -p hi --pooling rank
+
+# A reranker (tests/engine/model/encoders/bert-rank.json's synthetic BERT with a head): each
+# QUERY<tab>DOCUMENT line scored as llama-embedding --pooling rank scored it.
+cases="$2/tests/engine/model/encoders"
+mapfile -t synth < <(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).synth.join("\n"))' "$cases/bert-rank.json")
+"$loom" gguf synth --vocab "$2/../shared/models/vocab/ggml-vocab-bert-bge.gguf" --type F32 \
+    "${synth[@]}" "$tmp/rerank.gguf" >/dev/null || fail "writing the reranker"
+"$loom" embed -m "$tmp/rerank.gguf" -f "$cases/pairs.txt" -o jsonl >"$tmp/scores.jsonl" \
+    2>"$tmp/err" || fail "embed a reranker: $(cat "$tmp/err")"
+node -e '
+const fs = require("fs");
+const want = JSON.parse(fs.readFileSync(process.argv[1])).embeddings;
+const got = fs.readFileSync(process.argv[2], "utf8").trim().split("\n").map(JSON.parse);
+if (got.length !== want.length) throw got.length + " scores";
+got.forEach((g, i) => { if (g.length !== 1 || Math.abs(g[0] - want[i][0]) > 1e-5) throw "pair " + i + ": " + g + " vs " + want[i]; });
+' "$cases/bert-rank.json" "$tmp/scores.jsonl" || fail "rerank scores"
+echo "loom embed: llama.cpp's pooled embedding, normalised, batched lines as alone, per token, f32, reranker scores, errors"

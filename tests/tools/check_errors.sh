@@ -47,8 +47,8 @@ expect_error "tensor 0 'token_embd.weight' .*unknown tensor type id 99" \
 expect_error "\[kv\] a KV cache of 1000000000 cells needs [0-9.]+ GiB of memory and [0-9.]+ GiB is available" \
     bench -m "$model" -p 1000000000 -n 0 -r 1
 gpt2="$2/../shared/fixtures/gpt2/model.gguf"
-expect_error "context-shift moves tokens to new positions, which needs rotary position embeddings; gpt2" \
+expect_error "context-shift moves tokens to new positions, which needs relative positions \(rotary or ALiBi\); gpt2" \
     run -m "$gpt2" -p "Once" --context-shift
-expect_error "context-shift moves tokens to new positions, which needs rotary position embeddings; gpt2" \
+expect_error "context-shift moves tokens to new positions, which needs relative positions \(rotary or ALiBi\); gpt2" \
     serve -m "$gpt2" --port 0 --context-shift
 echo "errors: each names what is wrong, as expected"

@@ -2,7 +2,8 @@
 // prompt, or each line of a file) is tokenized with the model's special tokens; many texts go in
 // one decode, each its own sequence; each text's token states are pooled (the model's pooling
 // type, or --pooling) and L2-normalised (--normalize 1, the default), or with --pooling none
-// written per token. Out: OpenAI's JSON shape, one JSON array per line, or raw float32.
+// written per token; a reranker's (--pooling rank) scores each text, or each QUERY<tab>DOCUMENT
+// pair. Out: OpenAI's JSON shape, one JSON array per line, or raw float32.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -33,26 +34,25 @@ struct EmbedOptions {
     int64_t n_batch = 2048;
 };
 
-constexpr std::pair<std::string_view, engine::Pooling> kPoolings[] = {
-    {"none", engine::Pooling::none},
-    {"mean", engine::Pooling::mean},
-    {"cls", engine::Pooling::cls},
-    {"last", engine::Pooling::last},
-};
-
 engine::Pooling pooling_of(const std::string &name, const engine::HParams &hp) {
-    if (name.empty()) {
-        if (hp.pooling == engine::Pooling::rank) {
-            fail("embed",
-                 "the model pools with a reranker's head (rank), which is not supported "
-                 "yet; give --pooling");
-        }
-        return hp.pooling;
+    if (name.empty()) return hp.pooling;
+    const std::optional<engine::Pooling> pooling = engine::pooling_from_name(name);
+    if (!pooling) fail("embed", "--pooling '{}' is not one of none, mean, cls, last, rank", name);
+    return *pooling;
+}
+
+// A text's tokens: with rank pooling, "QUERY<tab>DOCUMENT" is a pair for the reranker (as
+// llama-embedding's --cls-separator), formed as llama-server forms it; else the text itself,
+// with the model's special tokens.
+std::vector<int32_t> tokens_of(const engine::Model &model, const std::string &text,
+                               engine::Pooling pooling) {
+    const size_t tab = text.find('\t');
+    if (pooling == engine::Pooling::rank && tab != std::string::npos) {
+        return engine::rerank_pair_tokens(model.vocab(), engine::rerank_prompt(model),
+                                          std::string_view(text).substr(0, tab),
+                                          std::string_view(text).substr(tab + 1));
     }
-    for (const auto &[n, p] : kPoolings) {
-        if (n == name) return p;
-    }
-    fail("embed", "--pooling '{}' is not one of none, mean, cls, last", name);
+    return model.vocab().tokenize(text, true, false);
 }
 
 // The texts: the prompt, or the lines of the file (empty lines skipped, as llama-embedding).
@@ -127,7 +127,7 @@ void run_embed(const EmbedOptions &o) {
     std::vector<std::vector<int32_t>> tokens;
     int64_t n_tokens = 0;
     for (const std::string &text : texts) {
-        tokens.push_back(model->vocab().tokenize(text, true, false));
+        tokens.push_back(tokens_of(*model, text, pooling));
         n_tokens += int64_t(tokens.back().size());
     }
     engine::ContextOptions copt = context_options(o.model);
@@ -161,10 +161,12 @@ void add_embed_command(CLI::App &app, int &exit_code) {
     command->add_option("-p,--prompt", options->prompt, "the text");
     command->add_option("-f,--file", options->file, "a file of texts, one per line");
     command->add_option("--pooling", options->pooling,
-                        "none (one embedding per token), mean, cls or last (default: the model's)");
+                        "none (one embedding per token), mean, cls, last or rank (a reranker's "
+                        "scores; a line QUERY<tab>DOCUMENT is a pair) (default: the model's)");
     command->add_option(
         "--normalize", options->normalize,
-        "1: divide each embedding by its length (the default, as OpenAI's); 0: raw");
+        "1: divide each embedding by its length (the default, as OpenAI's; never a reranker's "
+        "scores); 0: raw");
     command->add_option("-o,--output", options->output,
                         "json (OpenAI's shape, the default), jsonl (one array a line) or f32 (raw "
                         "little-endian floats)");

@@ -1,6 +1,7 @@
 // `loom gguf dump FILE [--json]`: describes a GGUF file (header, metadata, tensor table).
 // `loom gguf synth OUT [--type T] [--n-embd N ...]`: writes a Llama-shaped model with random
-// weights (for benchmarks, and `make run` when no real model is at hand).
+// weights (for benchmarks, and `make run` when no real model is at hand); with --arch bert (or
+// nomic-bert, jina-bert-v2) --vocab FILE an encoder (parity tests, embedding benchmarks).
 // `loom gguf set IN OUT [--string KEY=TEXT] [--string-file KEY=PATH]`: a copy of IN with string
 // keys set (a chat template added or replaced, a name changed), tensors unchanged.
 #include <CLI/CLI.hpp>
@@ -81,25 +82,56 @@ void add_gguf_command(CLI::App &app, int &exit_code) {
     });
 
     CLI::App *synth = gguf->add_subcommand(
-        "synth", "write a llama model with random weights (fixed seed) and a synthetic vocabulary");
-    auto out = std::make_shared<std::string>();
-    auto type_name = std::make_shared<std::string>("Q8_0");
-    auto shape = std::make_shared<engine::LlamaShape>();
-    auto seed = std::make_shared<uint32_t>(1);
-    synth->add_option("out", *out, "the GGUF file to write")->required();
-    synth->add_option("--type", *type_name, "type of the 2-D weights (F32, F16, Q8_0, Q4_0, ...)")
+        "synth",
+        "write a model with random weights (fixed seed): a llama with a synthetic vocabulary, or "
+        "an encoder (bert, nomic-bert, jina-bert-v2) with the vocabulary of --vocab");
+    struct SynthOptions {
+        std::string out, type_name = "Q8_0", arch = "llama", vocab, pooling = "mean";
+        engine::LlamaShape shape;
+        int64_t n_ctx = 512, n_cls_out = 0;
+        float stddev = 0.02f;
+        uint32_t seed = 1;
+    };
+    auto o = std::make_shared<SynthOptions>();
+    synth->add_option("out", o->out, "the GGUF file to write")->required();
+    synth->add_option("--arch", o->arch, "llama, bert, nomic-bert or jina-bert-v2")
         ->capture_default_str();
-    synth->add_option("--n-vocab", shape->n_vocab)->capture_default_str();
-    synth->add_option("--n-embd", shape->n_embd)->capture_default_str();
-    synth->add_option("--n-layer", shape->n_layer)->capture_default_str();
-    synth->add_option("--n-head", shape->n_head)->capture_default_str();
-    synth->add_option("--n-head-kv", shape->n_head_kv)->capture_default_str();
-    synth->add_option("--n-ff", shape->n_ff)->capture_default_str();
-    synth->add_option("--seed", *seed)->capture_default_str();
-    synth->callback([out, type_name, shape, seed, &exit_code] {
-        const std::optional<DType> type = dtype_from_name(*type_name);
-        if (!type) fail("gguf", "unknown type {}", *type_name);
-        engine::write_synthetic_llama(*out, *shape, *type, *seed);
+    synth->add_option("--type", o->type_name, "type of the 2-D weights (F32, F16, Q8_0, Q4_0, ...)")
+        ->capture_default_str();
+    synth->add_option("--n-vocab", o->shape.n_vocab, "llama: the synthetic vocabulary's size")
+        ->capture_default_str();
+    synth->add_option("--n-embd", o->shape.n_embd)->capture_default_str();
+    synth->add_option("--n-layer", o->shape.n_layer)->capture_default_str();
+    synth->add_option("--n-head", o->shape.n_head)->capture_default_str();
+    synth->add_option("--n-head-kv", o->shape.n_head_kv, "llama")->capture_default_str();
+    synth->add_option("--n-ff", o->shape.n_ff)->capture_default_str();
+    synth->add_option("--seed", o->seed)->capture_default_str();
+    synth->add_option("--vocab", o->vocab, "encoders: a GGUF file whose tokenizer keys to copy");
+    synth->add_option("--n-ctx", o->n_ctx, "encoders: the training context")->capture_default_str();
+    synth->add_option("--pooling", o->pooling, "encoders: none, mean, cls, last or rank")
+        ->capture_default_str();
+    synth
+        ->add_option("--n-cls-out", o->n_cls_out,
+                     "bert: a reranker's classifier head with this many outputs (0: none)")
+        ->capture_default_str();
+    synth->add_option("--std", o->stddev, "encoders: the weights' standard deviation")
+        ->capture_default_str();
+    synth->callback([o, &exit_code] {
+        const std::optional<DType> type = dtype_from_name(o->type_name);
+        if (!type) fail("gguf", "unknown type {}", o->type_name);
+        const std::optional<engine::Pooling> pooling = engine::pooling_from_name(o->pooling);
+        if (!pooling) {
+            fail("gguf", "--pooling '{}' is not one of none, mean, cls, last, rank", o->pooling);
+        }
+        const engine::EncoderShape encoder{.n_embd = o->shape.n_embd,
+                                           .n_layer = o->shape.n_layer,
+                                           .n_head = o->shape.n_head,
+                                           .n_ff = o->shape.n_ff,
+                                           .n_ctx = o->n_ctx,
+                                           .pooling = *pooling,
+                                           .n_cls_out = o->n_cls_out,
+                                           .stddev = o->stddev};
+        engine::write_synthetic_model(o->out, o->arch, o->shape, encoder, *type, o->vocab, o->seed);
         exit_code = 0;
     });
 
