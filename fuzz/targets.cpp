@@ -21,6 +21,7 @@
 #include "tools/loom/serve/harmony.h"
 #include "tools/loom/serve/reasoning.h"
 #include "tools/loom/serve/request.h"
+#include "tools/loom/serve/rerank.h"
 #include "tools/loom/serve/tool_calls.h"
 
 namespace loom::fuzz {
@@ -92,8 +93,8 @@ void check_cut(const std::string &text, size_t cut, Arg arg) {
     }
 }
 
-// A WordPiece vocabulary for the embeddings request (../shared beside LOOM_ROOT, or the working
-// directory), or null where it is not there.
+// A WordPiece vocabulary for the embeddings and rerank requests (../shared beside LOOM_ROOT, or the
+// working directory), or null where it is not there.
 const engine::Vocab *embedding_vocab() {
     static const std::unique_ptr<engine::Vocab> vocab = []() -> std::unique_ptr<engine::Vocab> {
         const char *root = std::getenv("LOOM_ROOT");
@@ -110,6 +111,11 @@ void request_one_input(const uint8_t *data, size_t size) {
     if (const engine::Vocab *vocab = embedding_vocab()) {
         try {
             serve::parse_embedding_request(serve::parse_json_body(body), *vocab, 384, 512);
+        } catch (const serve::RequestError &) {
+        }
+        try {  // pairs joined by the vocabulary, and by a rerank prompt
+            const std::string_view prompt = size % 2 == 0 ? "" : "<s>{query}</s>{document}";
+            serve::parse_rerank_request(serve::parse_json_body(body), *vocab, prompt, 512);
         } catch (const serve::RequestError &) {
         }
     }

@@ -4,7 +4,8 @@
 # with the chatml fallback and with a model's own Jinja template (tools, tool calls, a template
 # that raises), prompt caching and slot files, constrained output, tool calls (tools_test.mjs),
 # reasoning_content, /props, /slots, /apply-template, CORS, the chat page at / (webui_test.mjs;
-# --no-webui), /v1/embeddings on an embedding model (embeddings_test.mjs), and SIGINT stopping
+# --no-webui), /v1/embeddings on an embedding model (embeddings_test.mjs), /v1/rerank on a
+# reranker (rerank_test.mjs), and SIGINT stopping
 # the server with exit code 0.
 # Usage: check_server.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
@@ -310,4 +311,14 @@ bert="$root/../shared/fixtures/bert"
 model="$bert/model.gguf" start_server --parallel 1 --ctx-size 256
 node "$root/tests/serve/embeddings_test.mjs" "$url" "$bert/case.json" || fail "embeddings"
 stop_server
-echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, tool calls, reasoning, props, apply-template, CORS, embeddings and SIGINT as expected"
+# A reranker: the synthetic BERT with a classifier head whose scores llama.cpp gave
+# (tests/engine/model/encoders/bert-rank.json, written again from its synth arguments).
+cases="$root/tests/engine/model/encoders"
+mapfile -t synth < <(python3 -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["synth"]))' "$cases/bert-rank.json")
+"$loom" gguf synth --vocab "$root/../shared/models/vocab/ggml-vocab-bert-bge.gguf" --type F32 \
+    "${synth[@]}" "$tmp/rerank.gguf" >/dev/null || fail "writing the reranker"
+model="$tmp/rerank.gguf" start_server --parallel 1 --ctx-size 256
+node "$root/tests/serve/rerank_test.mjs" "$url" "$cases/bert-rank.json" "$cases/pairs.txt" ||
+    fail "rerank"
+stop_server
+echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, tool calls, reasoning, props, apply-template, CORS, embeddings, rerank and SIGINT as expected"

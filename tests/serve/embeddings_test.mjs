@@ -55,5 +55,5 @@ await check("bad fields are 400s naming them; generation and reranking 501s", as
   await assert.rejects(client.chat.completions.create({
     model, messages: [{ role: "user", content: "hi" }] }), (e) => e.status === 501);
   const rerank = await fetch(`${baseURL}/v1/rerank`, { method: "POST", body: "{}" });
-  assert.equal(rerank.status, 501);
+  assert.equal(rerank.status, 501);  // a model without a classifier head
 });

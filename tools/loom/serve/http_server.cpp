@@ -22,6 +22,7 @@
 #include "tools/loom/serve/metrics.h"
 #include "tools/loom/serve/reasoning.h"
 #include "tools/loom/serve/request.h"
+#include "tools/loom/serve/rerank.h"
 #include "tools/loom/serve/responses.h"
 #include "tools/loom/serve/slot_actions.h"
 #include "tools/loom/serve/slot_scheduler.h"
@@ -191,6 +192,7 @@ struct HttpServer::Impl {
     bool authorized(const httplib::Request &req) const;
     void completions(const httplib::Request &req, httplib::Response &res, bool chat);
     void embeddings(const httplib::Request &req, httplib::Response &res);
+    void rerank(const httplib::Request &req, httplib::Response &res);
     void tokenize(const httplib::Request &req, httplib::Response &res);
     void detokenize(const httplib::Request &req, httplib::Response &res);
     void slot_action(const httplib::Request &req, httplib::Response &res);
@@ -319,12 +321,16 @@ void HttpServer::Impl::routes() {
                       embeddings(req, res);
                   }));
     }
-    for (const char *path : {"/v1/rerank", "/rerank"}) {
+    for (const char *path : {"/v1/rerank", "/rerank", "/v1/reranking"}) {
         http.Post(path, when_ready([this](const httplib::Request &req, httplib::Response &res) {
-                      send_error(res, 501,
-                                 fmt::format("{} needs a reranking model (rank pooling), which "
-                                             "Loom does not run yet; {} is not one",
-                                             req.path, model_name));
+                      if (embedder == nullptr || embedder->n_scores() == 0) {
+                          return send_error(res, 501,
+                                            fmt::format("{} needs a reranking model (a "
+                                                        "classifier head, pooling rank); {} is "
+                                                        "not one",
+                                                        req.path, model_name));
+                      }
+                      rerank(req, res);
                   }));
     }
     http.Get("/metrics", when_ready([this](const httplib::Request &, httplib::Response &res) {
@@ -384,6 +390,21 @@ void HttpServer::Impl::embeddings(const httplib::Request &req, httplib::Response
     }
     for (const auto &input : request.inputs) n_tokens += int64_t(input.size());
     send_json(res, 200, embeddings_json(vectors, request.base64, model_name, n_tokens));
+}
+
+void HttpServer::Impl::rerank(const httplib::Request &req, httplib::Response &res) {
+    const RerankRequest request =
+        parse_rerank_request(parse_json_body(req.body), model->vocab(),
+                             engine::rerank_prompt(*model), embedder->options().n_batch);
+    std::vector<float> scores;
+    {
+        std::lock_guard lock(embed_mutex);
+        for (const auto &pair :
+             engine::embed_sequences(*embedder, request.pairs, engine::Pooling::rank, false)) {
+            scores.push_back(pair.front().front());  // the head's first output: relevance
+        }
+    }
+    send_json(res, 200, rerank_json(request, scores, model_name));
 }
 
 void HttpServer::Impl::completions(const httplib::Request &req, httplib::Response &res, bool chat) {
@@ -630,7 +651,8 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
                                                  .n_threads = s.options.n_threads,
                                                  .n_seq_max = 64,
                                                  .embeddings = true});
-            fmt::print(stderr, "loom serve: an embedding model: POST /v1/embeddings\n");
+            fmt::print(stderr, "loom serve: an embedding model: POST {}\n",
+                       s.embedder->n_scores() > 0 ? "/v1/rerank" : "/v1/embeddings");
         }
     } catch (...) {
         end_listening();
