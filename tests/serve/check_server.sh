@@ -311,6 +311,24 @@ bert="$root/../shared/fixtures/bert"
 model="$bert/model.gguf" start_server --parallel 1 --ctx-size 256
 node "$root/tests/serve/embeddings_test.mjs" "$url" "$bert/case.json" || fail "embeddings"
 stop_server
+# --pooling cls: the [CLS] token's state (llama.cpp's row 0), normalised.
+model="$bert/model.gguf" start_server --parallel 1 --ctx-size 256 --pooling cls
+node -e '
+const fs = require("fs");
+const [url, dir] = process.argv.slice(1);
+const fixture = JSON.parse(fs.readFileSync(dir + "/case.json"));
+const n = fixture.n_embd;
+const states = new Float32Array(fs.readFileSync(dir + "/" + fixture.token_embeddings_file).buffer.slice(0));
+const row0 = Array.from(states.slice(0, n));
+const norm = Math.hypot(...row0);
+fetch(url + "/v1/embeddings", { method: "POST", headers: { "Content-Type": "application/json" },
+                                body: JSON.stringify({ input: fixture.prompt_text }) })
+  .then((r) => r.json()).then((r) => {
+    const got = r.data[0].embedding;
+    got.forEach((x, i) => { if (Math.abs(x - row0[i] / norm) > 1e-5) throw new Error("cls " + i); });
+  }).catch((e) => { console.error(e); process.exit(1); });
+' "$url" "$bert" || fail "--pooling cls"
+stop_server
 # A reranker: the synthetic BERT with a classifier head whose scores llama.cpp gave
 # (tests/engine/model/encoders/bert-rank.json, written again from its synth arguments).
 cases="$root/tests/engine/model/encoders"

@@ -96,10 +96,17 @@ void add_serve_command(CLI::App &app, int &exit_code) {
         ->add_option("--cors", o->cors_origins,
                      "let web pages from these origins call the API (comma-separated, or *)")
         ->delimiter(',');
+    auto pooling = std::make_shared<std::string>();
+    command
+        ->add_option("--pooling", *pooling,
+                     "an embedding model's pooling for /v1/embeddings: mean, cls or last "
+                     "(default: the file's)")
+        ->check(CLI::IsMember({"mean", "cls", "last"}));
     add_context_shift_options(*command, o->context_shift, o->n_keep,
                               "ending the request with finish_reason \"length\"");
     add_chat_template_options(*command, o->chat_format);
-    command->callback([o, model, &exit_code] {
+    command->callback([o, model, pooling, &exit_code] {
+        if (!pooling->empty()) o->pooling = engine::pooling_from_name(*pooling);
         const engine::ContextOptions context = context_options(*model);
         o->model_path = model->path;
         o->n_threads = context.n_threads;

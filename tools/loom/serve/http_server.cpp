@@ -371,12 +371,13 @@ void HttpServer::Impl::detokenize(const httplib::Request &req, httplib::Response
 
 void HttpServer::Impl::embeddings(const httplib::Request &req, httplib::Response &res) {
     const engine::HParams &hp = model->hparams();
-    if (hp.pooling == engine::Pooling::none || hp.pooling == engine::Pooling::rank) {
-        throw RequestError(
-            501, "",
-            fmt::format("{} pools its tokens as '{}', which gives no one vector a "
-                        "text: /v1/embeddings needs mean, cls or last pooling",
-                        model_name, hp.pooling == engine::Pooling::none ? "none" : "rank"));
+    const engine::Pooling pooling = options.pooling.value_or(hp.pooling);
+    if (pooling == engine::Pooling::none || pooling == engine::Pooling::rank) {
+        throw RequestError(501, "",
+                           fmt::format("{} pools its tokens as '{}', which gives no one vector a "
+                                       "text: /v1/embeddings needs mean, cls or last pooling "
+                                       "(loom serve --pooling)",
+                                       model_name, engine::pooling_name(pooling)));
     }
     const EmbeddingRequest request = parse_embedding_request(
         parse_json_body(req.body), model->vocab(), hp.n_embd, embedder->options().n_batch);
@@ -384,7 +385,7 @@ void HttpServer::Impl::embeddings(const httplib::Request &req, httplib::Response
     int64_t n_tokens = 0;
     {
         std::lock_guard lock(embed_mutex);
-        for (auto &text : engine::embed_sequences(*embedder, request.inputs, hp.pooling, true)) {
+        for (auto &text : engine::embed_sequences(*embedder, request.inputs, pooling, true)) {
             vectors.push_back(std::move(text.front()));
         }
     }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,8 @@ struct ServeOptions {
     // Origin on the answers); "*" any; empty: none, browsers' same-origin rule stands.
     std::vector<std::string> cors_origins;
     bool webui = true;  // GET / answers the chat page (serve/chat_page.h); off: 404
+    // How an embedding model's /v1/embeddings pools each text; none: as its file says.
+    std::optional<engine::Pooling> pooling;
 };
 
 class HttpServer {
