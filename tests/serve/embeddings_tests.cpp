@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "loom/gguf.h"
+#include "tests/serve/refused_param.h"
 #include "tools/loom/serve/request.h"
 
 namespace loom::serve {
@@ -27,14 +28,7 @@ EmbeddingRequest parse(const char *body) {
 }
 
 std::string param_of(const char *body) {
-    try {
-        parse(body);
-    } catch (const RequestError &e) {
-        EXPECT_EQ(e.status(), 400);
-        return e.param();
-    }
-    ADD_FAILURE() << "taken: " << body;
-    return "";
+    return refused_param(body, [](const char *b) { parse(b); });
 }
 
 TEST(Embeddings, EveryInputShape) {

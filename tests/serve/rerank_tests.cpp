@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "loom/gguf.h"
+#include "tests/serve/refused_param.h"
 #include "tools/loom/serve/request.h"
 
 namespace loom::serve {
@@ -28,14 +29,7 @@ RerankRequest parse(const char *body, std::string_view prompt = "") {
 }
 
 std::string param_of(const char *body) {
-    try {
-        parse(body);
-    } catch (const RequestError &e) {
-        EXPECT_EQ(e.status(), 400);
-        return e.param();
-    }
-    ADD_FAILURE() << "taken: " << body;
-    return "";
+    return refused_param(body, [](const char *b) { parse(b); });
 }
 
 TEST(Rerank, DocumentsBecomePairs) {
