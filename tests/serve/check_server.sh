@@ -5,8 +5,8 @@
 # that raises), prompt caching and slot files, constrained output, tool calls (tools_test.mjs),
 # reasoning_content, /props, /slots, /apply-template, CORS, the chat page at / (webui_test.mjs;
 # --no-webui), /v1/embeddings on an embedding model (embeddings_test.mjs), /v1/rerank on a
-# reranker (rerank_test.mjs), and SIGINT stopping
-# the server with exit code 0.
+# reranker (rerank_test.mjs), SIGHUP ignored, SIGTERM letting the request in flight finish
+# (--shutdown-timeout cancelling it when short), and SIGINT stopping the server with exit code 0.
 # Usage: check_server.sh LOOM_BINARY REPO_ROOT
 set -euo pipefail
 loom="$1"
@@ -339,4 +339,44 @@ model="$tmp/rerank.gguf" start_server --parallel 1 --ctx-size 256
 node "$root/tests/serve/rerank_test.mjs" "$url" "$cases/bert-rank.json" "$cases/pairs.txt" ||
     fail "rerank"
 stop_server
-echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, tool calls, reasoning, props, apply-template, CORS, embeddings, rerank and SIGINT as expected"
+# --n-predict caps what a request generates, max_tokens below it stays.
+start_server --parallel 1 --ctx-size 512 --n-predict 7
+for want in 7:'"logit_bias": {"2": -100}' 3:'"max_tokens": 3' 7:'"max_tokens": 50, "logit_bias": {"2": -100}'; do
+    curl -s -o "$tmp/body" -d "{\"prompt\": \"Once\", ${want#*:}}" "$url/v1/completions"
+    grep -q "\"completion_tokens\":${want%%:*}," "$tmp/body" || fail "--n-predict 7 with ${want#*:}: $(cat "$tmp/body")"
+done
+stop_server
+
+# Shutdown: SIGHUP is ignored mid-request; SIGTERM lets the request in flight finish (new ones
+# get 503) and exits 0; with a short --shutdown-timeout the request left is cancelled, still 0.
+long='{"prompt": "Once upon a time", "max_tokens": 2000, "logit_bias": {"2": -100}}'
+start_server --parallel 1 --ctx-size 4096 --shutdown-timeout 20
+curl -s -o "$tmp/long1" -d "$long" "$url/v1/completions" &
+client=$!
+sleep 0.3
+kill -HUP "$pid"
+sleep 0.2
+kill -0 "$pid" 2>/dev/null || fail "SIGHUP stopped the server"
+kill -TERM "$pid"
+sleep 0.2
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' -d '{"prompt": "a"}' "$url/v1/completions" || true)
+[ "$code" = 503 ] && grep -q "shutting down" "$tmp/body" || fail "a request while draining: $code"
+wait "$client"
+node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1]));
+         if (r.usage?.completion_tokens !== 2000) { console.error(JSON.stringify(r.usage ?? r).slice(0, 300)); process.exit(1); }' \
+    "$tmp/long1" || fail "the request in flight did not finish after SIGTERM"
+wait "$pid" || fail "exit code $? after draining: $(cat "$tmp/server.log")"
+pid=""
+start_server --parallel 1 --ctx-size 4096 --shutdown-timeout 0.2
+curl -s -o "$tmp/long2" -d "$long" "$url/v1/completions" &
+client=$!
+sleep 0.3
+started=$(date +%s%N)
+kill -TERM "$pid"
+wait "$pid" || fail "exit code $? after the shutdown timeout: $(cat "$tmp/server.log")"
+pid=""
+elapsed_ms=$((($(date +%s%N) - started) / 1000000))
+[ "$elapsed_ms" -lt 1500 ] || fail "the shutdown took $elapsed_ms ms with --shutdown-timeout 0.2"
+wait "$client" || true
+grep -q "shutdown timeout: cancelling" "$tmp/server.log" || fail "no note of the cancelled request"
+echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, tool calls, reasoning, props, apply-template, CORS, embeddings, rerank, --n-predict, SIGHUP ignored, SIGTERM draining, and SIGINT as expected"

@@ -2,8 +2,9 @@
 // [--threads T] [--api-key KEY] [--flash-attn on|off|auto] [--kv-type f16|f32]
 // [--chat-template NAME | --chat-template-file T.jinja] [--max-queue Q] [--slots]
 // [--cors ORIGINS] [--reasoning-format deepseek|none]`:
-// an OpenAI-compatible HTTP server (tools/loom/serve/). SIGINT or SIGTERM stops it: no new
-// connections, requests in flight end, exit code 0.
+// an OpenAI-compatible HTTP server (tools/loom/serve/). SIGINT or SIGTERM stops it: new
+// requests get 503, those in flight have --shutdown-timeout seconds to finish (then are
+// cancelled), exit code 0. SIGHUP is ignored.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -30,6 +31,8 @@ void serve(const serve::ServeOptions &options) {
     serve::HttpServer server(options);
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
+    // A closed terminal (or a supervisor's log rotation) must not end the requests in flight.
+    std::signal(SIGHUP, SIG_IGN);
     std::atomic<bool> done{false};
     // A signal handler may only set a flag: this thread turns it into stop().
     std::thread watcher([&] {
@@ -96,6 +99,22 @@ void add_serve_command(CLI::App &app, int &exit_code) {
         ->add_option("--cors", o->cors_origins,
                      "let web pages from these origins call the API (comma-separated, or *)")
         ->delimiter(',');
+    command
+        ->add_option("-n,--n-predict", o->n_predict,
+                     "most tokens a request generates; a larger max_tokens is capped (-1: none)")
+        ->capture_default_str()
+        ->check(CLI::Range(-1, 1 << 30));
+    command
+        ->add_option("--timeout", o->timeout_seconds,
+                     "seconds a client may take to send its request's next bytes or read the "
+                     "answer's, and an idle keep-alive connection lives")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 86400));
+    command
+        ->add_option("--shutdown-timeout", o->shutdown_timeout_seconds,
+                     "after SIGINT / SIGTERM, seconds requests in flight get to finish")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 86400.0));
     auto pooling = std::make_shared<std::string>();
     command
         ->add_option("--pooling", *pooling,

@@ -31,6 +31,15 @@
 namespace loom::serve {
 namespace {
 
+// Counts a request in flight for as long as it lives (the shutdown waits for them).
+struct InFlight {
+    std::atomic<int> &n;
+    explicit InFlight(std::atomic<int> &count) : n(count) { ++n; }
+    ~InFlight() { --n; }
+    InFlight(const InFlight &) = delete;
+    InFlight &operator=(const InFlight &) = delete;
+};
+
 using json = nlohmann::json;
 
 // Generated text may hold bytes that are not UTF-8 (a model can emit any byte token): they are
@@ -178,6 +187,9 @@ struct HttpServer::Impl {
     httplib::Server http;
     std::atomic<bool> ready{false};
     std::atomic<bool> stop_requested{false};
+    // Stopping: requests in flight finish, new ones get 503 (options.shutdown_timeout_seconds).
+    std::atomic<bool> draining{false};
+    std::atomic<int> embeddings_in_flight{0};
     std::unique_ptr<engine::Model> model;
     std::unique_ptr<SlotScheduler> scheduler;
     // An embedding model's context (no LM head): /v1/embeddings requests, one at a time.
@@ -220,6 +232,9 @@ void HttpServer::Impl::routes() {
     const size_t n_workers = size_t(options.n_parallel + options.max_queue + 4);
     http.new_task_queue = [n_workers] { return new httplib::ThreadPool(n_workers); };
     http.set_payload_max_length(options.max_body_bytes);
+    http.set_read_timeout(options.timeout_seconds, 0);
+    http.set_write_timeout(options.timeout_seconds, 0);
+    http.set_keep_alive_timeout(options.timeout_seconds);
     http.set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
         // A browser's CORS preflight carries no credentials: answered before the key check.
         if (req.method == "OPTIONS" && !options.cors_origins.empty()) {
@@ -260,11 +275,13 @@ void HttpServer::Impl::routes() {
         });
     }
     http.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
+        if (draining) return send_json(res, 503, {{"status", "shutting down"}});
         if (!ready) return send_json(res, 503, {{"status", "loading model"}});
         send_json(res, 200, {{"status", "ok"}});
     });
     auto when_ready = [this](auto handler) {
         return [this, handler](const httplib::Request &req, httplib::Response &res) {
+            if (draining) return send_error(res, 503, "the server is shutting down");
             if (!ready) return send_error(res, 503, "the model is still loading");
             try {
                 handler(req, res);
@@ -384,6 +401,7 @@ void HttpServer::Impl::embeddings(const httplib::Request &req, httplib::Response
     std::vector<std::vector<float>> vectors;
     int64_t n_tokens = 0;
     {
+        const InFlight counted(embeddings_in_flight);
         std::lock_guard lock(embed_mutex);
         for (auto &text : engine::embed_sequences(*embedder, request.inputs, pooling, true)) {
             vectors.push_back(std::move(text.front()));
@@ -399,6 +417,7 @@ void HttpServer::Impl::rerank(const httplib::Request &req, httplib::Response &re
                              engine::rerank_prompt(*model), embedder->options().n_batch);
     std::vector<float> scores;
     {
+        const InFlight counted(embeddings_in_flight);
         std::lock_guard lock(embed_mutex);
         for (const auto &pair :
              engine::embed_sequences(*embedder, request.pairs, engine::Pooling::rank, false)) {
@@ -439,7 +458,10 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     Job job{.prompt = chat ? this->chat->tokenize(model->vocab(), chat_text)
                            : model->vocab().tokenize(request.prompt, true, true),
             .sampling = request.sampling,
-            .max_tokens = request.max_tokens,
+            .max_tokens = options.n_predict < 0 || (request.max_tokens >= 0 &&
+                                                    request.max_tokens < options.n_predict)
+                              ? request.max_tokens
+                              : options.n_predict,
             .stop = request.stop,
             .top_logprobs = request.logprobs ? request.top_logprobs : -1,
             .grammar = std::move(grammar),
@@ -663,9 +685,25 @@ void HttpServer::run(const std::function<void(int port)> &on_listening) {
     while (!s.stop_requested && !listening_ended) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    // The scheduler first: every request in flight gets its last event and its handler returns,
-    // which the HTTP server waits for; requests arriving meanwhile get 503.
+    // Draining: new requests get 503 while those in flight (queued ones too) have the shutdown
+    // timeout to finish.
+    s.draining = true;
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration<double>(s.options.shutdown_timeout_seconds);
+    const auto busy = [&s] {
+        const SlotSchedulerMetrics m = s.scheduler->metrics();
+        return m.requests_processing + m.requests_queued > 0 || s.embeddings_in_flight > 0;
+    };
+    while (busy() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (busy()) fmt::print(stderr, "loom serve: shutdown timeout: cancelling what is left\n");
+    // The scheduler first: every request still in flight gets its last event and its handler
+    // returns, which the HTTP server waits for.
     s.scheduler->shutdown();
+    const SlotSchedulerMetrics m = s.scheduler->metrics();
+    fmt::print(stderr, "loom serve: {} requests, {} prompt tokens, {} generated\n",
+               m.requests_total, m.prompt_tokens, m.generated_tokens);
     end_listening();
     s.ready = false;
     s.scheduler.reset();
@@ -694,7 +732,7 @@ json HttpServer::Impl::props() const {
                 {"repeat_penalty", d.repeat_penalty},
                 {"presence_penalty", d.presence_penalty},
                 {"frequency_penalty", d.frequency_penalty},
-                {"n_predict", -1},
+                {"n_predict", options.n_predict},
                 {"cache_prompt", true}}}}},
             {"total_slots", options.n_parallel},
             {"model_path", options.model_path},

@@ -44,6 +44,15 @@ struct ServeOptions {
     // Origin on the answers); "*" any; empty: none, browsers' same-origin rule stands.
     std::vector<std::string> cors_origins;
     bool webui = true;  // GET / answers the chat page (serve/chat_page.h); off: 404
+    // Most tokens a request generates (llama-server's -n): a larger or absent max_tokens is
+    // capped to it; -1: no cap beyond the slot's context.
+    int32_t n_predict = -1;
+    // Seconds a connection may take to send a request's next bytes, or to take the answer's,
+    // before it is dropped; and an idle keep-alive connection is closed after it too.
+    int timeout_seconds = 600;
+    // After SIGINT / SIGTERM: seconds requests in flight get to finish (new ones get 503)
+    // before they are cancelled.
+    double shutdown_timeout_seconds = 10.0;
     // How an embedding model's /v1/embeddings pools each text; none: as its file says.
     std::optional<engine::Pooling> pooling;
 };
