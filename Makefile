@@ -6,7 +6,7 @@ BUILD_FUZZ := build/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 65536
 
-.PHONY: run test install test-portable bench test-asan test-asan-ci fuzz fuzz-long fuzz-gguf loadtest setup configure-release format clean
+.PHONY: run test install test-portable bench test-asan test-asan-ci fuzz fuzz-long fuzz-gguf loadtest chaos chaos-asan setup configure-release format clean
 
 setup:
 	./scripts/setup.sh
@@ -62,6 +62,21 @@ test-portable: setup
 		done; \
 	done
 
+# The chaos test (tests/serve/check_chaos.sh): 64 clients for CHAOS_SECONDS on --parallel 4 with
+# disconnects at every stage, slow readers, slowloris senders, hostile bodies and bombs; then no
+# crash, every slot free, the counters consistent, greedy answers as alone, RSS within its bound.
+# `make test` runs it for 15 s, `make test-asan-ci` for 10 s under ASan + UBSan (chaos-asan).
+CHAOS_SECONDS ?= 120
+chaos: configure-release
+	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom
+	tests/serve/check_chaos.sh $(CURDIR)/$(BUILD_RELEASE)/tools/loom/loom $(CURDIR) $(CHAOS_SECONDS) 64
+# Under ASan the allocator's quarantine holds freed memory by design: the RSS bound is wide there.
+chaos-asan: setup
+	cmake --preset asan-ci >/dev/null
+	cmake --build build/asan-ci -j $(JOBS) --target loom
+	RSS_BOUND_KB=1048576 tests/serve/check_chaos.sh $(CURDIR)/build/asan-ci/tools/loom/loom \
+		$(CURDIR) $(CHAOS_SECONDS) 64
+
 # loom serve under load: 32 streaming clients for 60 s on a generated 150M model (scripts/loadtest.sh).
 loadtest: configure-release
 	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom
@@ -84,6 +99,7 @@ test-asan-ci: setup
 	for t in $(ASAN_CI_TESTS); do ./build/asan-ci/tests/loom-$$t-tests --gtest_brief=1 || exit 1; done
 	cmake --build build/asan-ci -j $(JOBS) --target loom-shared
 	tests/api/check_c_api.sh build/asan-ci -fsanitize=address,undefined
+	$(MAKE) chaos-asan CHAOS_SECONDS=10
 
 # libFuzzer (clang, ASan, UBSan) on each target for FUZZ_SECONDS: the GGUF reader (seeds: the
 # files in ../shared/models, small files from the writer, tests/gguf/corpus), the tokenizers, the

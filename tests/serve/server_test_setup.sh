@@ -11,7 +11,9 @@ start_server() {
     "$loom" serve -m "$model" --port 0 "$@" 2>"$tmp/server.log" &
     pid=$!
     for _ in $(seq 100); do
-        port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/server.log")
+        # The log may not exist yet: the server's shell makes it as it starts.
+        port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/server.log" \
+            2>/dev/null || true)
         if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
             url="http://127.0.0.1:$port"
             return
