@@ -6,8 +6,11 @@
 #include <chrono>
 #include <cstring>
 #include <iterator>
+#include <limits>
+#include <optional>
 #include <string>
 
+#include "engine/context/stream_gaps.h"
 #include "engine/context/ubatch_padding.h"
 #include "engine/graph/graph_context.h"
 #include "engine/memory/kv_cache_iswa.h"
@@ -196,11 +199,38 @@ void Context::check(const Batch &batch) const {
 void Context::decode(const Batch &batch) {
     check(batch);
     const int n_stream = memory_->cache(0).n_stream();
-    const std::vector<Ubatch> ubatches =
-        split_batch(batch, options_.n_ubatch, model_.hparams().n_embd, n_stream);
+    const int64_t n_embd = model_.hparams().n_embd;
     // Every ubatch gets its cells before any runs, so that a batch that does not fit leaves the
-    // memory as it was.
-    std::vector<UbatchMemory> slots = memory_->plan(ubatches);
+    // memory as it was. Idle streams between busy ones get fillers where they have room, so
+    // that one ubatch covers the run (engine/context/stream_gaps.h).
+    const Pos max_pos = model_.arch().positions == PositionEncoding::learned
+                            ? Pos(model_.hparams().n_ctx_train)
+                            : std::numeric_limits<Pos>::max();
+    std::optional<StreamGapFill> fill = fill_stream_gaps(batch, *memory_, n_stream, max_pos);
+    std::vector<Ubatch> ubatches;
+    std::vector<UbatchMemory> slots;
+    if (fill) {
+        ubatches = split_batch(fill->batch, options_.n_ubatch, n_embd, n_stream);
+        try {
+            slots = memory_->plan(ubatches);
+        } catch (const Error &) {  // an idle sequence's stream is full: the runs go apart
+            fill.reset();
+        }
+    }
+    if (!fill) {
+        ubatches = split_batch(batch, options_.n_ubatch, n_embd, n_stream);
+        slots = memory_->plan(ubatches);
+    }
+    // The fillers leave the memory however the decode ends.
+    struct RemoveFillers {
+        Memory &memory;
+        const std::optional<StreamGapFill> &fill;
+        ~RemoveFillers() {
+            if (!fill) return;
+            for (const auto &[seq, pos] : fill->fillers) memory.seq_rm(seq, pos, -1);
+        }
+    } remove_fillers{*memory_, fill};
+    stats_.ubatches += int64_t(ubatches.size());
     apply_kv_shift();
     n_outputs_ = std::count(batch.logits.begin(), batch.logits.end(), uint8_t(1));
     if (model_.arch().lm_head) logits_.assign(size_t(n_outputs_ * model_.hparams().n_vocab), 0.0f);

@@ -60,6 +60,7 @@ int64_t whole_windows(int64_t n);
 struct DecodeStats {
     int64_t graph_builds = 0;
     int64_t graph_reuses = 0;
+    int64_t ubatches = 0;          // graphs computed (a batch may take several)
     double build_seconds = 0.0;    // building and allocating graphs, setting inputs
     double compute_seconds = 0.0;  // running them
 };

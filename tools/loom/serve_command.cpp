@@ -77,7 +77,7 @@ void add_serve_command(CLI::App &app, int &exit_code) {
         ->check(CLI::PositiveNumber);
     command->add_option("--api-key", o->api_key, "require Authorization: Bearer KEY");
     command
-        ->add_option("--max-queue", o->max_queue,
+        ->add_option("--max-queue,--queue", o->max_queue,
                      "requests waiting for a slot before new ones get 503")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
