@@ -107,7 +107,12 @@ void add_serve_command(CLI::App &app, int &exit_code) {
     command
         ->add_option("--timeout", o->timeout_seconds,
                      "seconds a client may take to send its request's next bytes or read the "
-                     "answer's, and an idle keep-alive connection lives")
+                     "answer's")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 86400));
+    command
+        ->add_option("--keep-alive", o->keep_alive_seconds,
+                     "seconds an idle keep-alive connection stays open")
         ->capture_default_str()
         ->check(CLI::Range(1, 86400));
     command

@@ -234,7 +234,7 @@ void HttpServer::Impl::routes() {
     http.set_payload_max_length(options.max_body_bytes);
     http.set_read_timeout(options.timeout_seconds, 0);
     http.set_write_timeout(options.timeout_seconds, 0);
-    http.set_keep_alive_timeout(options.timeout_seconds);
+    http.set_keep_alive_timeout(options.keep_alive_seconds);
     http.set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
         // A browser's CORS preflight carries no credentials: answered before the key check.
         if (req.method == "OPTIONS" && !options.cors_origins.empty()) {

@@ -48,8 +48,11 @@ struct ServeOptions {
     // capped to it; -1: no cap beyond the slot's context.
     int32_t n_predict = -1;
     // Seconds a connection may take to send a request's next bytes, or to take the answer's,
-    // before it is dropped; and an idle keep-alive connection is closed after it too.
+    // before it is dropped.
     int timeout_seconds = 600;
+    // Seconds an idle keep-alive connection stays open. Longer than clients keep theirs (Node's
+    // 4 s): a server that closes first races the client's next request on that connection.
+    int keep_alive_seconds = 5;
     // After SIGINT / SIGTERM: seconds requests in flight get to finish (new ones get 503)
     // before they are cancelled.
     double shutdown_timeout_seconds = 10.0;
