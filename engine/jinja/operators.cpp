@@ -43,7 +43,10 @@ bool mul_overflows(int64_t a, int64_t b, int64_t *r) {
 }
 
 Value repeat(const Value &sequence, int64_t times) {
-    if (times <= 0)
+    // An empty sequence stays empty however many times it is repeated (and is not looped over
+    // up to 2^63 times).
+    const bool empty = sequence.is_string() ? sequence.str().empty() : sequence.items().empty();
+    if (times <= 0 || empty)
         return sequence.is_string()  ? Value("")
                : sequence.is_tuple() ? Value::tuple({})
                                      : Value::list({});

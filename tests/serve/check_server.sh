@@ -346,6 +346,10 @@ for want in 7:'"logit_bias": {"2": -100}' 3:'"max_tokens": 3' 7:'"max_tokens": 5
     grep -q "\"completion_tokens\":${want%%:*}," "$tmp/body" || fail "--n-predict 7 with ${want#*:}: $(cat "$tmp/body")"
 done
 stop_server
+# Slow clients: a 408 for a head or a body that arrives too slowly, nothing for one within limits.
+start_server --parallel 1 --ctx-size 512 --header-timeout 1 --body-min-rate 50
+python3 "$root/tests/serve/slow_clients.py" "$port" || fail "slow clients"
+stop_server
 
 # Shutdown: SIGHUP is ignored mid-request; SIGTERM lets the request in flight finish (new ones
 # get 503) and exits 0; with a short --shutdown-timeout the request left is cancelled, still 0.
@@ -379,4 +383,4 @@ elapsed_ms=$((($(date +%s%N) - started) / 1000000))
 [ "$elapsed_ms" -lt 1500 ] || fail "the shutdown took $elapsed_ms ms with --shutdown-timeout 0.2"
 wait "$client" || true
 grep -q "shutdown timeout: cancelling" "$tmp/server.log" || fail "no note of the cancelled request"
-echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, tool calls, reasoning, props, apply-template, CORS, embeddings, rerank, --n-predict, SIGHUP ignored, SIGTERM draining, and SIGINT as expected"
+echo "loom serve: openai client, concurrency, disconnects, errors, --parallel 1 vs 4 bit for bit, api key, slots, constrained output, tool calls, reasoning, props, apply-template, CORS, embeddings, rerank, --n-predict, 408 for slow clients, SIGHUP ignored, SIGTERM draining, and SIGINT as expected"

@@ -6,6 +6,7 @@
 // requests get 503, those in flight have --shutdown-timeout seconds to finish (then are
 // cancelled), exit code 0. SIGHUP is ignored.
 #include <fmt/format.h>
+#include <malloc.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -28,6 +29,11 @@ extern "C" void on_stop_signal(int) {
 }
 
 void serve(const serve::ServeOptions &options) {
+    // Request bodies (up to --max-body, 1 MiB) are allocated and freed on many HTTP threads.
+    // glibc raises its mmap threshold to the largest block freed (up to 32 MiB), after which such
+    // blocks come from the threads' arenas and stay there; a fixed threshold keeps them mapped
+    // apart and returned when freed.
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     serve::HttpServer server(options);
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
@@ -110,6 +116,18 @@ void add_serve_command(CLI::App &app, int &exit_code) {
                      "answer's")
         ->capture_default_str()
         ->check(CLI::Range(1, 86400));
+    command
+        ->add_option("--header-timeout", o->header_timeout_seconds,
+                     "seconds a request's head may take to arrive (408 past it); also the body's "
+                     "allowance before --body-min-rate counts")
+        ->capture_default_str()
+        ->check(CLI::Range(0.1, 86400.0));
+    command
+        ->add_option("--body-min-rate", o->body_min_rate,
+                     "bytes a second a request's body must average after that (408 below it; 0: "
+                     "no rate)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1e12));
     command
         ->add_option("--keep-alive", o->keep_alive_seconds,
                      "seconds an idle keep-alive connection stays open")

@@ -50,6 +50,14 @@ TEST(JinjaBounds, OutputSize) {
     EXPECT_NE(error.find("the output would pass 1000 bytes"), std::string::npos) << error;
 }
 
+// An empty sequence repeated any number of times is empty at once, as in Python (found by the
+// fuzzer: the repetition looped 10^18 times appending nothing).
+TEST(JinjaBounds, AnEmptySequenceRepeatedIsEmptyAtOnce) {
+    EXPECT_EQ(testing::render("[{{ '' * 1000000000000000000 }}]"), "[]");
+    EXPECT_EQ(testing::render("{{ ([] * 1000000000000000000)|length }}"), "0");
+    EXPECT_EQ(testing::render("{{ 1000000000000000000 * () }}"), "()");
+}
+
 TEST(JinjaBounds, StringsAndListsCannotGrowWithoutLimit) {
     EXPECT_NE(bounded_error("{{ 'x' * 10000000000 }}").find("longer than"), std::string::npos);
     EXPECT_NE(bounded_error("{% set ns = namespace(s='xx') %}{% for i in range(64) %}"

@@ -16,6 +16,7 @@
 #include "tools/loom/serve/chat_page.h"
 #include "tools/loom/serve/chat_prompt.h"
 #include "tools/loom/serve/client_connection.h"
+#include "tools/loom/serve/connection_loop.h"
 #include "tools/loom/serve/embeddings.h"
 #include "tools/loom/serve/functionary.h"
 #include "tools/loom/serve/harmony.h"
@@ -184,7 +185,7 @@ std::vector<int32_t> marker_tokens(const engine::Vocab &vocab, ToolCallForm form
 
 struct HttpServer::Impl {
     ServeOptions options;
-    httplib::Server http;
+    ConnectionLoopServer http;
     std::atomic<bool> ready{false};
     std::atomic<bool> stop_requested{false};
     // Stopping: requests in flight finish, new ones get 503 (options.shutdown_timeout_seconds).
@@ -198,7 +199,13 @@ struct HttpServer::Impl {
     std::string model_name;
     std::optional<engine::ChatFormatter> chat;  // the chat prompt's format, chosen at start-up
 
-    explicit Impl(ServeOptions o) : options(std::move(o)) {}
+    explicit Impl(ServeOptions o)
+        : options(std::move(o)),
+          http(ConnectionLimits{.head_seconds = options.header_timeout_seconds,
+                                .body_min_rate = options.body_min_rate,
+                                .read_seconds = double(options.timeout_seconds),
+                                .write_seconds = double(options.timeout_seconds),
+                                .keep_alive_seconds = double(options.keep_alive_seconds)}) {}
 
     void routes();
     bool authorized(const httplib::Request &req) const;
@@ -232,8 +239,9 @@ void HttpServer::Impl::routes() {
     const size_t n_workers = size_t(options.n_parallel + options.max_queue + 4);
     http.new_task_queue = [n_workers] { return new httplib::ThreadPool(n_workers); };
     http.set_payload_max_length(options.max_body_bytes);
-    http.set_read_timeout(options.timeout_seconds, 0);
-    http.set_write_timeout(options.timeout_seconds, 0);
+    // httplib's default of 5 requests a connection makes clients reconnect for nothing. The
+    // keep-alive time is the connection loop's; httplib announces it (Keep-Alive: timeout=S).
+    http.set_keep_alive_max_count(1000);
     http.set_keep_alive_timeout(options.keep_alive_seconds);
     http.set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
         // A browser's CORS preflight carries no credentials: answered before the key check.
@@ -509,7 +517,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     }
     // A client that hangs up cancels its tasks (freeing their slots at the next step) whether
     // they wait in the queue, their prompts are decoded, or they are generating.
-    auto client = std::make_shared<ClientConnection>(req);
+    auto client = std::make_shared<ClientConnection>(http.client_socket(req));
     const auto cancel_all = [choices] {
         for (Choice &c : *choices) c.task->cancel();
     };

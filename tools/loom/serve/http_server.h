@@ -2,8 +2,8 @@
 // `loom serve`'s HTTP side: OpenAI's completion and chat endpoints over the scheduler, plus
 // health, models, tokenize / detokenize, Prometheus metrics, llama-server's /props, /slots and
 // /apply-template, and CORS for the origins given. Errors come in OpenAI's shape:
-// 400 for a bad request, 401 without the API key, 404 for an unknown route, 413 for a body over
-// the limit, 503 while loading or when every slot and the queue are full. POST /slots/{id}
+// 400 for a bad request, 401 without the API key, 404 for an unknown route, 408 for a request
+// that arrives too slowly, 413 for a body over the limit, 503 while loading or when every slot and the queue are full. POST /slots/{id}
 // saves, restores or erases an idle slot's cells (409 while it is busy, 501 without
 // --slot-save-path). /v1/embeddings and /v1/rerank answer 501: no embedding model is served.
 #include <atomic>
@@ -47,9 +47,14 @@ struct ServeOptions {
     // Most tokens a request generates (llama-server's -n): a larger or absent max_tokens is
     // capped to it; -1: no cap beyond the slot's context.
     int32_t n_predict = -1;
-    // Seconds a connection may take to send a request's next bytes, or to take the answer's,
-    // before it is dropped.
+    // Seconds a connection may take to send a request's next bytes (408 past it), or to take
+    // the answer's (dropped past it).
     int timeout_seconds = 600;
+    // A request's head (request line and headers) must arrive within this many seconds of its
+    // first byte, and its body at body_min_rate bytes a second after as long again; else 408
+    // (serve/connection_loop.h). 0 rate: no rate.
+    double header_timeout_seconds = 30;
+    double body_min_rate = 500;
     // Seconds an idle keep-alive connection stays open. Longer than clients keep theirs (Node's
     // 4 s): a server that closes first races the client's next request on that connection.
     int keep_alive_seconds = 5;
