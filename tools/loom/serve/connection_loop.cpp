@@ -30,9 +30,9 @@ void endpoint_of(int fd, bool peer, std::string &host, int &port) {
                          : getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
     std::array<char, NI_MAXHOST> name{};
     std::array<char, NI_MAXSERV> service{};
-    if (got != 0 || getnameinfo(reinterpret_cast<const sockaddr *>(&address), length, name.data(),
-                                name.size(), service.data(), service.size(),
-                                NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    if (got != 0 ||
+        getnameinfo(reinterpret_cast<const sockaddr *>(&address), length, name.data(), name.size(),
+                    service.data(), service.size(), NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
         host.clear();
         port = -1;
         return;
@@ -181,8 +181,8 @@ Clock::time_point RequestClock::deadline() const {
         case Part::body:
             if (limits_.body_min_rate <= 0) return Clock::time_point::max();
             // Each body_min_rate bytes that arrived buy one more second.
-            return started_ + seconds(limits_.head_seconds +
-                                      double(body_bytes_) / limits_.body_min_rate);
+            return started_ +
+                   seconds(limits_.head_seconds + double(body_bytes_) / limits_.body_min_rate);
     }
     return Clock::time_point::max();
 }
@@ -207,29 +207,28 @@ bool ConnectionLoopServer::process_and_close_socket(socket_t sock) {
     DeadlineStream stream(sock, limits_, clock);
     bool ok = false;
     std::string key;
-    for (size_t count = keep_alive_max_count_; count > 0 && svr_sock_ != INVALID_SOCKET;
-         --count) {
+    for (size_t count = keep_alive_max_count_; count > 0 && svr_sock_ != INVALID_SOCKET; --count) {
         // Idle between requests: closed quietly after the keep-alive time, or sooner when the
         // server stops; a request's clock starts with its first byte.
         if (!stream.has_buffered()) {
             const auto idle_until = Clock::now() + seconds(limits_.keep_alive_seconds);
             short ready = 0;
             while (ready == 0 && svr_sock_ != INVALID_SOCKET && Clock::now() < idle_until) {
-                ready = wait_for(sock, POLLIN,
-                                 std::min(idle_until, Clock::now() + std::chrono::milliseconds(100)));
+                ready =
+                    wait_for(sock, POLLIN,
+                             std::min(idle_until, Clock::now() + std::chrono::milliseconds(100)));
             }
             if (ready == 0) break;
         }
         clock.head_started(Clock::now());
         bool connection_closed = false;
-        ok = process_request(stream, count == 1, connection_closed,
-                             [&](httplib::Request &request) {
-                                 clock.body_started(Clock::now());
-                                 key = endpoints_key(request.remote_addr, request.remote_port,
-                                                     request.local_addr, request.local_port);
-                                 const std::lock_guard lock(sockets_mutex_);
-                                 sockets_[key] = sock;
-                             });
+        ok = process_request(stream, count == 1, connection_closed, [&](httplib::Request &request) {
+            clock.body_started(Clock::now());
+            key = endpoints_key(request.remote_addr, request.remote_port, request.local_addr,
+                                request.local_port);
+            const std::lock_guard lock(sockets_mutex_);
+            sockets_[key] = sock;
+        });
         if (!key.empty()) {
             const std::lock_guard lock(sockets_mutex_);
             sockets_.erase(key);

@@ -3,8 +3,9 @@
 // health, models, tokenize / detokenize, Prometheus metrics, llama-server's /props, /slots and
 // /apply-template, and CORS for the origins given. Errors come in OpenAI's shape:
 // 400 for a bad request, 401 without the API key, 404 for an unknown route, 408 for a request
-// that arrives too slowly, 413 for a body over the limit, 503 while loading or when every slot and the queue are full. POST /slots/{id}
-// saves, restores or erases an idle slot's cells (409 while it is busy, 501 without
+// that arrives too slowly, 413 for a body over the limit, 503 while loading or when every slot and
+// the queue are full. POST /slots/{id} saves, restores or erases an idle slot's cells (409 while it
+// is busy, 501 without
 // --slot-save-path). /v1/embeddings and /v1/rerank answer 501: no embedding model is served.
 #include <atomic>
 #include <cstdint>
