@@ -36,6 +36,7 @@
 #include <span>
 #include <vector>
 
+#include "bench/read_loop.h"
 #include "core/cpu/simd.h"
 #include "core/cpu/threadpool.h"
 #include "loom/backend.h"
@@ -249,26 +250,9 @@ void bm_fma_peak(benchmark::State &state) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Read bandwidth: every thread sums its contiguous share of a 1 GiB buffer with kChains
-// independent vector accumulators (adds only; the loads are the bottleneck).
+// Read bandwidth: bench/read_loop.h over a 1 GiB buffer.
 
 constexpr size_t kReadBytes = size_t(1) << 30;
-
-float sum_floats(const float *p, size_t n) {
-    Vec acc[8];
-    for (Vec &v : acc) v = splat(0.0f);
-    size_t i = 0;
-    for (; i + 8 * VL <= n; i += 8 * VL) {
-#pragma GCC unroll 8
-        for (int c = 0; c < 8; ++c) {
-            acc[c] = acc[c] + load(p + i + size_t(c) * VL);
-        }
-    }
-    float s = 0.0f;
-    for (Vec &v : acc) s += v[0];
-    for (; i < n; ++i) s += p[i];
-    return s;
-}
 
 void bm_read_bw(benchmark::State &state) {
     const int n_threads = int(state.range(0));
@@ -283,15 +267,8 @@ void bm_read_bw(benchmark::State &state) {
                      e = n * size_t(ith + 1) / size_t(n_threads);
         for (size_t i = b; i < e; ++i) buf[i] = float(i & 1023) * 1e-3f;
     });
-    std::vector<float> sink(static_cast<size_t>(n_threads));
-    auto pass = [&] {
-        pool.run(n_threads, [&](int ith, int) {
-            const size_t b = n * size_t(ith) / size_t(n_threads);
-            const size_t e = n * size_t(ith + 1) / size_t(n_threads);
-            sink[size_t(ith)] = sum_floats(buf.data() + b, e - b);
-        });
-        benchmark::DoNotOptimize(sink.data());
-    };
+    std::vector<float> sink;
+    auto pass = [&] { bench::read_pass(pool, n_threads, buf.data(), n, sink); };
     pass();
     std::vector<double> rates;
     for (auto _ : state) {
