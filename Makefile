@@ -33,11 +33,13 @@ install: configure-release
 	if [ "$$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 bench: configure-release
-	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom-bench-matmul loom-bench-alloc loom-bench-gguf loom-bench-e2e
+	cmake --build $(BUILD_RELEASE) -j $(JOBS) --target loom-bench-matmul loom-bench-alloc loom-bench-gguf loom-bench-e2e loom-bench-bound
 	./$(BUILD_RELEASE)/bench/loom-bench-matmul --benchmark_counters_tabular=true
 	./$(BUILD_RELEASE)/bench/loom-bench-alloc --benchmark_counters_tabular=true
 	./$(BUILD_RELEASE)/bench/loom-bench-gguf --benchmark_counters_tabular=true
 	./$(BUILD_RELEASE)/bench/loom-bench-e2e --benchmark_counters_tabular=true
+	# generation against the read loop, token by token, on the models loom-bench-e2e wrote
+	./$(BUILD_RELEASE)/bench/loom-bench-bound -n 64 build/bench-models/*.gguf
 
 # The portable build (-DLOOM_NATIVE=OFF: baseline x86-64, the kernels once per instruction-set
 # level, chosen at start; core/isa.h): no code outside a level may go beyond x86-64

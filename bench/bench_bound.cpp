@@ -59,11 +59,11 @@ void measure(const std::string &path, int n_threads, int n_tokens, int depth) {
     const auto model = engine::Model::load(path);
     model->finish_moving_weights();
     const uint64_t bytes = bytes_per_token(model->file());
-    engine::Context ctx(*model, engine::ContextOptions{.n_ctx = engine::whole_windows(
-                                                           depth + n_tokens + 16),
-                                                       .n_batch = 512,
-                                                       .n_ubatch = 512,
-                                                       .n_threads = n_threads});
+    engine::Context ctx(
+        *model, engine::ContextOptions{.n_ctx = engine::whole_windows(depth + n_tokens + 16),
+                                       .n_batch = 512,
+                                       .n_ubatch = 512,
+                                       .n_threads = n_threads});
     std::mt19937_64 rng(1);
     const auto token = [&] { return int32_t(rng() % uint64_t(model->hparams().n_vocab)); };
     engine::Pos pos = 0;
@@ -136,18 +136,21 @@ int main(int argc, char **argv) {
         } else if (!arg.empty() && arg[0] != '-') {
             paths.push_back(arg);
         } else {
-            fmt::print(stderr, "usage: loom-bench-bound [-t THREADS] [-n TOKENS] [-d DEPTH] "
-                               "MODEL.gguf...\n");
+            fmt::print(stderr,
+                       "usage: loom-bench-bound [-t THREADS] [-n TOKENS] [-d DEPTH] "
+                       "MODEL.gguf...\n");
             return 2;
         }
     }
     if (paths.empty() || n_threads < 1 || n_tokens < 1 || depth < 0) {
-        fmt::print(stderr, "usage: loom-bench-bound [-t THREADS] [-n TOKENS] [-d DEPTH] "
-                           "MODEL.gguf...\n");
+        fmt::print(stderr,
+                   "usage: loom-bench-bound [-t THREADS] [-n TOKENS] [-d DEPTH] "
+                   "MODEL.gguf...\n");
         return 2;
     }
-    fmt::print("| model | depth | t/s | token GB/s | read loop GB/s | token / loop, paired (p10–p90) "
-               "|\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    fmt::print(
+        "| model | depth | t/s | token GB/s | read loop GB/s | token / loop, paired (p10–p90) "
+        "|\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
     try {
         for (const std::string &path : paths) measure(path, n_threads, n_tokens, depth);
     } catch (const std::exception &e) {
