@@ -124,6 +124,11 @@ void measure(const std::string &path, int n_threads, int n_tokens, int depth) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    const auto usage = [] {
+        fmt::print(stderr,
+                   "usage: loom-bench-bound [-t THREADS] [-n TOKENS] [-d DEPTH] MODEL.gguf...\n");
+        return 2;
+    };
     int n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
     int n_tokens = 64;
     int depth = 0;
@@ -136,17 +141,11 @@ int main(int argc, char **argv) {
         } else if (!arg.empty() && arg[0] != '-') {
             paths.push_back(arg);
         } else {
-            fmt::print(stderr,
-                       "usage: loom-bench-bound [-t THREADS] [-n TOKENS] [-d DEPTH] "
-                       "MODEL.gguf...\n");
-            return 2;
+            return usage();
         }
     }
     if (paths.empty() || n_threads < 1 || n_tokens < 1 || depth < 0) {
-        fmt::print(stderr,
-                   "usage: loom-bench-bound [-t THREADS] [-n TOKENS] [-d DEPTH] "
-                   "MODEL.gguf...\n");
-        return 2;
+        return usage();
     }
     fmt::print(
         "| model | depth | t/s | token GB/s | read loop GB/s | token / loop, paired (p10–p90) "
