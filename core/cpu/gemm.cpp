@@ -402,19 +402,39 @@ size_t work_size(DType a_type, int64_t k, int64_t max_n) {
 
 void run(const ComputeParams &params, const Problem &problem, std::byte *work) {
     if (problem.n_jobs <= 0) return;
-    const int64_t M = problem.job_at(problem.ctx, 0).m, K = problem.k;
-    if (M <= 0) return;
-    // Work units are MR-row panels of every job, split into one contiguous range per thread.
-    const int64_t panels = (M + MR - 1) / MR;
-    const Range range = split_range(problem.n_jobs * panels, params.ith, params.nth);
+    const int64_t K = problem.k;
+    const auto panels_of = [&](int64_t i) {
+        return (problem.job_at(problem.ctx, i).m + MR - 1) / MR;
+    };
+    // Work units are MR-row panels of every job, split into one contiguous range per thread. The
+    // batches of one node share their row count; the products of a joined run (shared_columns:
+    // Q, K and V) each have their own, so their panels are counted job by job.
+    const int64_t panels0 = panels_of(0);
+    int64_t n_units = problem.n_jobs * panels0;
+    if (problem.shared_columns) {
+        n_units = 0;
+        for (int64_t i = 0; i < problem.n_jobs; ++i) n_units += panels_of(i);
+    }
+    const Range range = split_range(n_units, params.ith, params.nth);
     const Scratch s = carve(work, K);
+    int64_t job_index = 0, job_first = 0;  // the job of unit u and its first unit
+    int64_t panels = panels0;
     for (int64_t u = range.begin; u < range.end;) {
+        if (problem.shared_columns) {
+            while (u >= job_first + panels) {
+                job_first += panels;
+                panels = panels_of(++job_index);
+            }
+        } else {
+            job_index = u / panels;
+            job_first = job_index * panels;
+        }
         // This thread's panels [p0, p1) of one job.
-        const int64_t job_index = u / panels, p0 = u % panels;
+        const int64_t p0 = u - job_first;
         const int64_t p1 = std::min(panels, p0 + (range.end - u));
         u += p1 - p0;
         const Job job = problem.job_at(problem.ctx, job_index);
-        const int64_t mb = p0 * MR, me = std::min(M, p1 * MR);
+        const int64_t mb = p0 * MR, me = std::min(job.m, p1 * MR);
         if (job.n <= 0) continue;
         if (K == 0) {  // empty sums
             for (int64_t j = 0; j < job.n; ++j) {

@@ -85,12 +85,14 @@ void mul_mat_compute(const ComputeParams &params, Tensor *dst) {
 }
 
 // Products of several weights with the same activations (a layer's Q, K and V; an FFN's gate and
-// up) on the integer path run as one problem: the columns are quantized once, and the threads
-// take row chunks of every weight in turn. Each output element is computed exactly as alone.
+// up) run as one problem, one step instead of one each: the threads take row chunks of every
+// weight in turn, and on the integer path the columns are quantized once. Each output element is
+// computed exactly as alone. Repacked weights only: F16 / BF16 grouped rows take the float path,
+// block formats the integer one, and every weight of a run the same.
 bool mul_mat_joins(const Tensor *first, const Tensor *next) {
     auto single = [](const Tensor *t) {
         const Tensor *a = t->src[0], *b = t->src[1];
-        return integer_kernels(a) && a->ne[2] == 1 && a->ne[3] == 1 && b->ne[2] == 1 &&
+        return level_is_repacked(a) && a->ne[2] == 1 && a->ne[3] == 1 && b->ne[2] == 1 &&
                b->ne[3] == 1;
     };
     return single(first) && single(next) && next->src[1] == first->src[1] &&
@@ -109,7 +111,7 @@ void mul_mat_compute_run(const ComputeParams &params, std::span<Tensor *const> n
                                 .shared_columns = true,
                                 .job_at = run_job,
                                 .ctx = &nodes};
-    qgemm::run(params, problem, a->type, params.work);
+    run_product(params, problem, a, params.work);
 }
 
 bool mul_mat_supports(const Tensor *dst) {

@@ -91,6 +91,46 @@ TEST_P(GroupedFloatMatMul, SameBitsAsRowLayout) {
     }
 }
 
+// Grouped weights of one input, adjacent in the graph (a layer's Q, K and V, of other row
+// counts), run as one step (core/cpu/matmul.cpp, mul_mat_joins); every product keeps the bits
+// it has alone over the file's layout. A product of another input is a step of its own.
+TEST_P(GroupedFloatMatMul, ProductsOfOneInputRunAsOneStep) {
+    const int64_t K = 700;
+    TwoCopies q(GetParam(), K, 48, 1), k(GetParam(), K, 16, 1), v(GetParam(), K, 32, 1);
+    TwoCopies other(GetParam(), K, 16, 1);
+    for (int64_t n : {1, 3, 9}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n);
+        Context ctx({.mem_size = 4u << 20});
+        Tensor *x = random_f32(ctx, {K, n}, uint32_t(20 + n));
+        Tensor *y = random_f32(ctx, {K, n}, uint32_t(30 + n));
+        const TwoCopies *weights[] = {&q, &k, &v, &other};
+        Graph *graph = new_graph(ctx);
+        std::vector<Tensor *> outs;
+        std::vector<std::vector<float>> expected;
+        for (const TwoCopies *w : weights) {
+            Tensor *b = w == &other ? y : x;
+            outs.push_back(mul_mat(ctx, w->grouped, b));
+            build_forward_expand(graph, outs.back());
+            expected.push_back(run_graph(ctx, mul_mat(ctx, w->plain, b), 1));
+        }
+        for (int threads : {1, 2, 3}) {
+            SCOPED_TRACE(::testing::Message() << "threads=" << threads);
+            CpuBackend backend(threads);
+            backend.set_profiling(true);
+            backend.graph_compute(*graph);
+            const std::vector<CpuBackend::OpTime> profile = backend.take_profile();
+            ASSERT_EQ(profile.size(), 1u);
+            EXPECT_EQ(profile[0].count, 4);
+            EXPECT_EQ(profile[0].steps, 2);
+            for (size_t i = 0; i < outs.size(); ++i) {
+                const auto *out = static_cast<const float *>(outs[i]->data);
+                EXPECT_EQ(std::vector<float>(out, out + outs[i]->nelements()), expected[i])
+                    << "product " << i;
+            }
+        }
+    }
+}
+
 TEST_P(GroupedFloatMatMul, ExpertsSameBitsAsRowLayout) {
     const int64_t K = 256, M = 48, n_expert = 3, n_used = 2, n_tokens = 7;
     TwoCopies w(GetParam(), K, M, n_expert);
