@@ -5,9 +5,10 @@
 //   fma_peak/threads:<t>             register-blocked FMAs on the widest vectors of the build
 //   naive_matmul_512                 a plain triple loop, next to mul_mat/f32/512 for the ratio
 //   read_bw/threads:<t>              a streaming sum over 1 GiB: the machine's read bandwidth
+//                                    (bench/read_loop.h; read_bw_plain: one stream per thread)
 //   mul_mat/<type>_n<N>/threads:<t>  block formats (Q4_0, Q8_0, Q4_K, Q6_K, MXFP4, IQ4_NL,
 //                                    IQ4_XS) next to F16, same shape
-//   mul_mat/<type>_n1_dram/...       weights of at least 128 MiB ([4096, M]), past the 48 MiB L3
+//   mul_mat/<type>_n1_dram/...       weights of at least 1 GiB ([4096, M]), as read_bw's buffer
 //                                    (also Q4_1, Q5_0, Q5_1, Q2_K, Q3_K: per-row dot products)
 //   mul_mat/<type>_n1_l2/...         [4096, 256] weights inside one core's L2 (Q4_0, Q8_0, Q4_K,
 //                                    Q6_K): the generation kernel's compute rate; F16 and BF16
@@ -254,6 +255,7 @@ void bm_fma_peak(benchmark::State &state) {
 
 constexpr size_t kReadBytes = size_t(1) << 30;
 
+template <float (*Sum)(const float *, size_t)>
 void bm_read_bw(benchmark::State &state) {
     const int n_threads = int(state.range(0));
     const size_t n = kReadBytes / sizeof(float);
@@ -268,7 +270,7 @@ void bm_read_bw(benchmark::State &state) {
         for (size_t i = b; i < e; ++i) buf[i] = float(i & 1023) * 1e-3f;
     });
     std::vector<float> sink;
-    auto pass = [&] { bench::read_pass(pool, n_threads, buf.data(), n, sink); };
+    auto pass = [&] { bench::read_pass<Sum>(pool, n_threads, buf.data(), n, sink); };
     pass();
     std::vector<double> rates;
     for (auto _ : state) {
@@ -276,7 +278,7 @@ void bm_read_bw(benchmark::State &state) {
         pass();
         rates.push_back(double(kReadBytes) * 1e-9 / seconds_since(start));
     }
-    g_read_gbps[thread_slot(state)] = median(rates);
+    if (Sum == bench::sum_streams) g_read_gbps[thread_slot(state)] = median(rates);
     state.counters["median_GB/s"] = median(rates);
     state.counters["GB/s"] = benchmark::Counter(
         double(kReadBytes) * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
@@ -308,9 +310,11 @@ void bm_naive_matmul(benchmark::State &state) {
 constexpr int64_t kDim = 4096;
 
 // Rows M for the DRAM-sized matrix-vector cases: the least multiple of 4096 whose [4096, M]
-// weight holds at least 128 MiB, far past the 48 MiB L3.
+// weight holds at least 1 GiB. Not less: an L3 keeps part of a smaller matrix from one pass to
+// the next (the Zen 5's 32 MiB victim cache: the read loop streams 105-114 GB/s over the same 128
+// MiB, 93-98 over 256 MiB, 86-90 over 512 MiB and 85-87 over 1 GiB, one burst, alternating).
 int64_t dram_rows(DType type) {
-    const size_t row = row_size(type, kDim), want = size_t(128) << 20;
+    const size_t row = row_size(type, kDim), want = size_t(1) << 30;
     const int64_t rows = int64_t((want + row - 1) / row);
     return (rows + kDim - 1) / kDim * kDim;
 }
@@ -318,8 +322,15 @@ int64_t dram_rows(DType type) {
 }  // namespace
 
 BENCHMARK(bm_fma_peak)->Name("fma_peak")->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
-BENCHMARK(bm_read_bw)
+BENCHMARK(bm_read_bw<bench::sum_streams>)
     ->Name("read_bw")
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_read_bw<bench::sum_plain>)
+    ->Name("read_bw_plain")
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)
@@ -342,7 +353,7 @@ LOOM_BENCH_MUL_MAT(f16_n512, F16, kDim, kDim, 512);
 LOOM_BENCH_MUL_MAT(f32_512x512x512, F32, 512, 512, 512);
 
 // Block formats next to F16: [4096, 4096] at n = 1 (fits the L3) and n = 512, then n = 1 on a
-// weight of at least 128 MiB, which streams from DRAM.
+// weight of at least 1 GiB, which streams from DRAM.
 LOOM_BENCH_MUL_MAT(q4_0_n1, Q4_0, kDim, kDim, 1);
 LOOM_BENCH_MUL_MAT(q8_0_n1, Q8_0, kDim, kDim, 1);
 LOOM_BENCH_MUL_MAT(q4_k_n1, Q4_K, kDim, kDim, 1);

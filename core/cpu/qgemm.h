@@ -53,10 +53,16 @@ struct Format {
 
 // Tiles of one or two columns (generation) stream their weights from memory once, with too little
 // arithmetic per byte for the hardware prefetchers to keep enough lines in flight: they prefetch
-// each group block this far ahead. Measured on the [4096 x >= 128 MiB] n = 1 benchmarks: no
-// prefetch 77-91 % of the read bandwidth, 2 KiB 88-99 %, 4 KiB 72-93 %. Wider tiles read
-// weights that stay in L2 (qgemm.cpp's row blocks), which a prefetch would only slow down.
-inline constexpr size_t kStreamAhead = 2048;
+// each group block this far ahead. Each core must keep bandwidth x latency bytes in flight, more
+// the faster the memory: on the Zen 5 EPYC of docs/PERFORMANCE.md, 1 GiB n = 1 products in one
+// run, variants interleaved, 2 KiB / 4 KiB / 6 KiB ahead streamed Q3_K 58-63 / 66-69 / 68-75
+// GB/s, Q4_K 69-71 / 72-74 / 75-78, Q6_K 66-70 / 70-74 / 73-77 where the read loop reads 86-89
+// GB/s, and Q3_K 51.9 / 51.3 / 50.5, Q4_K 52.7 / 51.6 / 51.0 where it reads 55.6 (the host's
+// usual regime): 4 KiB takes most of the gain at 1-2 % of the loss. (On an Ice Lake earlier,
+// with 128 MiB matrices: no prefetch 77-91 % of the read loop, 2 KiB 88-99 %, 4 KiB 72-93 %.)
+// Wider tiles read weights that stay in L2 (qgemm.cpp's row blocks), which a prefetch would only
+// slow down.
+inline constexpr size_t kStreamAhead = 4096;
 inline constexpr int kStreamColumns = 2;
 template <size_t kBytes, int NC>
 inline void prefetch_weights(const std::byte *w) {
