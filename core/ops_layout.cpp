@@ -94,6 +94,11 @@ Tensor *cont(Context &ctx, Tensor *a) {
     return new_result(ctx, Op::cont, a->type, shape_of(a), {a});
 }
 
+Tensor *contiguous(Context &ctx, Tensor *a) {
+    require_not_null(Op::cont, {a});
+    return a->is_contiguous() ? a : cont(ctx, a);
+}
+
 Tensor *cast(Context &ctx, Tensor *a, DType type) {
     require_not_null(Op::cpy, {a});
     require(traits(a->type).to_float && traits(type).from_float, Op::cpy, {a},

@@ -216,7 +216,8 @@ Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_tra
         // the same order as with one product per head, only fewer passes over the cache.
         const int64_t n_q = q->ne[1], n_head = q->ne[2], n_head_kv = k->ne[2], ns = q->ne[3];
         const int64_t n_gqa = n_head / n_head_kv;
-        Tensor *q_grouped = reshape(ctx0, cont(ctx0, q), {q->ne[0], n_q * n_gqa, n_head_kv, ns});
+        Tensor *q_grouped =
+            reshape(ctx0, contiguous(ctx0, q), {q->ne[0], n_q * n_gqa, n_head_kv, ns});
         Tensor *kq = mul_mat(ctx0, k, q_grouped);
         kq = name(reshape(ctx0, kq, {kq->ne[0], n_q, n_head, ns}), "kq",
                   il);  // [n_kv, n_q, n_head, ns]
@@ -233,7 +234,7 @@ Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_tra
         Tensor *kqv = mul_mat(ctx0, v, reshape(ctx0, kq, {kq->ne[0], n_q * n_gqa, n_head_kv, ns}));
         kqv = reshape(ctx0, kqv, {kqv->ne[0], n_q, n_head, ns});  // [head_dim_v, n_q, n_head, ns]
         if (o.v_mla != nullptr) kqv = name(mul_mat(ctx0, o.v_mla, kqv), "kqv_mla", il);
-        cur = cont(ctx0, permute(ctx0, kqv, 0, 2, 1, 3));  // [head_dim_v, n_head, n_q, ns]
+        cur = contiguous(ctx0, permute(ctx0, kqv, 0, 2, 1, 3));  // [head_dim_v, n_head, n_q, ns]
     }
     // the tokens back in the ubatch's order
     return name(reshape(ctx0, cur, {cur->ne[0] * cur->ne[1], n_tokens}), "kqv_out", il);
@@ -254,10 +255,10 @@ Tensor *GraphContext::build_attn(InputAttnKv *inp, Qkv cur, const AttnOptions &o
         cur.v = name(hadamard(ctx0, cur.v, kv.v_rotation()), "v_rotated", il);
     }
     // The writes come first in the graph, so the reads below see this ubatch's K and V.
-    Tensor *k_2d = reshape(ctx0, cont(ctx0, cur.k), {hp.n_embd_k_gqa(), n_tokens});
+    Tensor *k_2d = reshape(ctx0, contiguous(ctx0, cur.k), {hp.n_embd_k_gqa(), n_tokens});
     build_forward_expand(gf, name(kv.store_k(ctx0, il, k_2d, in.k_idxs), "k_store", il));
     if (in.v_idxs != nullptr) {
-        Tensor *v_2d = reshape(ctx0, cont(ctx0, cur.v), {hp.n_embd_v_gqa(), n_tokens});
+        Tensor *v_2d = reshape(ctx0, contiguous(ctx0, cur.v), {hp.n_embd_v_gqa(), n_tokens});
         build_forward_expand(gf, name(kv.store_v(ctx0, il, v_2d, in.v_idxs), "v_store", il));
     }
 
@@ -265,7 +266,7 @@ Tensor *GraphContext::build_attn(InputAttnKv *inp, Qkv cur, const AttnOptions &o
     // dimension 3 of every product, each attending over its own cells.
     const int ns = ubatch.n_stream;
     const int64_t n_tps = n_tokens / ns;
-    Tensor *q_cur = cur.q->is_contiguous() ? cur.q : cont(ctx0, cur.q);
+    Tensor *q_cur = contiguous(ctx0, cur.q);
     q_cur = reshape(ctx0, q_cur, {q_cur->ne[0], q_cur->ne[1], n_tps, ns});
     Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);               // [head_dim, n_tps, n_head, ns]
     Tensor *k = kv.k_view(ctx0, il, n_kv, ubatch.stream0, ns);  // [head_dim, n_kv, n_head_kv, ns]

@@ -98,8 +98,7 @@ Tensor *GraphContext::build_moe_ffn(Tensor *cur, const MoeWeights &moe, const Mo
     auto add_bias = [&](Tensor *t, Tensor *bias) {
         if (bias == nullptr) return t;
         if (selected_flat == nullptr) {
-            selected_flat =
-                reshape(ctx0, chosen->is_contiguous() ? chosen : cont(ctx0, chosen), {k * n_tok});
+            selected_flat = reshape(ctx0, contiguous(ctx0, chosen), {k * n_tok});
         }
         Tensor *rows = get_rows(ctx0, bias, selected_flat);  // [n_out, k * n_tokens]
         return add(ctx0, t, reshape(ctx0, rows, {t->ne[0], k, n_tok}));

@@ -299,7 +299,7 @@ Tensor *KvCache::store_v(loom::Context &ctx, int64_t il, Tensor *v_cur, Tensor *
     // Every element is its own row of one value (fill_v_idxs says where each goes).
     const int64_t n = v_cur->ne[0] * v_cur->ne[1];
     Tensor *cells = view_2d(ctx, v, 1, v->nelements(), traits(v->type).type_size, 0);
-    return set_rows(ctx, cells, reshape(ctx, cont(ctx, v_cur), {1, n}), v_idxs);
+    return set_rows(ctx, cells, reshape(ctx, contiguous(ctx, v_cur), {1, n}), v_idxs);
 }
 
 void KvCache::fill_k_idxs(const KvSlot &slot, int64_t *out) const {

@@ -40,8 +40,7 @@ void load_olmo2(WeightLoader &w, const HParams &hp, ModelWeights &m) {
 // An RMS norm of t [head_dim, n_heads, n_tokens] over all its heads at once.
 Tensor *norm_whole_projection(GraphContext &g, Tensor *t, Tensor *weight, int64_t il) {
     const std::vector<int64_t> heads(t->ne, t->ne + 3);
-    Tensor *flat =
-        reshape(g.ctx0, t->is_contiguous() ? t : cont(g.ctx0, t), {t->ne[0] * t->ne[1], t->ne[2]});
+    Tensor *flat = reshape(g.ctx0, contiguous(g.ctx0, t), {t->ne[0] * t->ne[1], t->ne[2]});
     return reshape(g.ctx0, g.build_norm(flat, weight, nullptr, NormType::rms, il),
                    {heads[0], heads[1], heads[2]});
 }

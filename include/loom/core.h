@@ -117,6 +117,10 @@ Tensor *transpose(Context &ctx, Tensor *a);
 
 // A contiguous copy of a (any layout).
 Tensor *cont(Context &ctx, Tensor *a);
+// a itself when its elements are already in order (is_contiguous: dims of one element may have any
+// stride), else cont(a): for a reshape that needs no copy (a decoded token's permuted heads), no
+// node.
+Tensor *contiguous(Context &ctx, Tensor *a);
 // A contiguous copy of a in another dtype, shape unchanged.
 Tensor *cast(Context &ctx, Tensor *a, DType type);
 // Copies a into b (same element count, any layouts, dtype converted); the result is a view of b.

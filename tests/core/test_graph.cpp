@@ -171,6 +171,36 @@ TEST(Graph, ForwardOrderOfANewChainMovesItAheadOfEverything) {
     expect_topological(g);
 }
 
+// contiguous() copies only what is out of order: a decoded token's heads permuted across its
+// one position are already in order (no node), heads permuted across several positions are not.
+TEST(Graph, ContiguousCopiesOnlyWhatIsOutOfOrder) {
+    Context ctx;
+    Tensor *one = iota_f32(ctx, {4, 3, 1});               // [head_dim, n_head, 1 token]
+    Tensor *heads_first = permute(ctx, one, 0, 2, 1, 3);  // [head_dim, 1, n_head]
+    EXPECT_EQ(contiguous(ctx, heads_first), heads_first);
+    Tensor *r = reshape(ctx, contiguous(ctx, heads_first), {12});
+    for (int64_t i = 0; i < 12; ++i) {
+        EXPECT_EQ(*static_cast<float *>(r->element_ptr(i, 0)), 1.0f + float(i));
+    }
+
+    Tensor *two = iota_f32(ctx, {4, 3, 2});            // two tokens
+    Tensor *permuted = permute(ctx, two, 0, 2, 1, 3);  // [head_dim, 2, n_head]
+    Tensor *copy = contiguous(ctx, permuted);
+    ASSERT_NE(copy, permuted);
+    EXPECT_EQ(copy->op, Op::cont);
+    Graph *g = new_graph(ctx);
+    build_forward_expand(g, copy);
+    test::compute_on_cpu(*g, 2);
+    for (int64_t h = 0; h < 3; ++h) {
+        for (int64_t t = 0; t < 2; ++t) {
+            for (int64_t d = 0; d < 4; ++d) {  // element (d, t, h) is two's (d, h, t)
+                EXPECT_EQ(*static_cast<float *>(copy->element_ptr(d, t, h)),
+                          1.0f + float(d + 4 * h + 12 * t));
+            }
+        }
+    }
+}
+
 TEST(Graph, ViewsAliasTheirSource) {
     Context ctx;
     Tensor *x = iota_f32(ctx, {8, 4});  // x[i1][i0] = 1 + 8 i1 + i0
