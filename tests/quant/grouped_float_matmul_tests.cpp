@@ -24,6 +24,7 @@ namespace {
 using quant_test::quantize;
 using quant_test::random_f32;
 using quant_test::random_row;
+using quant_test::run_expecting_steps;
 using quant_test::run_graph;
 
 // The same weights [K, rows, n_mat] twice: in a repack buffer and in plain host memory.
@@ -115,13 +116,7 @@ TEST_P(GroupedFloatMatMul, ProductsOfOneInputRunAsOneStep) {
         }
         for (int threads : {1, 2, 3}) {
             SCOPED_TRACE(::testing::Message() << "threads=" << threads);
-            CpuBackend backend(threads);
-            backend.set_profiling(true);
-            backend.graph_compute(*graph);
-            const std::vector<CpuBackend::OpTime> profile = backend.take_profile();
-            ASSERT_EQ(profile.size(), 1u);
-            EXPECT_EQ(profile[0].count, 4);
-            EXPECT_EQ(profile[0].steps, 2);
+            run_expecting_steps(*graph, threads, 4, 2);
             for (size_t i = 0; i < outs.size(); ++i) {
                 const auto *out = static_cast<const float *>(outs[i]->data);
                 EXPECT_EQ(std::vector<float>(out, out + outs[i]->nelements()), expected[i])

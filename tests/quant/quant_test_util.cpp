@@ -1,5 +1,7 @@
 #include "tests/quant/quant_test_util.h"
 
+#include <gtest/gtest.h>
+
 #include "loom/cpu.h"
 
 #include <cmath>
@@ -55,6 +57,16 @@ std::vector<float> run_graph(Context &ctx, Tensor *out, int n_threads) {
     CpuBackend(n_threads).graph_compute(*graph);
     const auto *f = static_cast<const float *>(out->data);
     return std::vector<float>(f, f + out->nelements());
+}
+
+void run_expecting_steps(Graph &graph, int n_threads, int64_t count, int64_t steps) {
+    CpuBackend backend(n_threads);
+    backend.set_profiling(true);
+    backend.graph_compute(graph);
+    const std::vector<CpuBackend::OpTime> profile = backend.take_profile();
+    ASSERT_EQ(profile.size(), 1u);
+    EXPECT_EQ(profile[0].count, count);
+    EXPECT_EQ(profile[0].steps, steps);
 }
 
 std::filesystem::path fixtures_dir() {

@@ -26,6 +26,9 @@ double round_trip_nrmse(DType type);
 Tensor *random_f32(Context &ctx, std::initializer_list<int64_t> ne, uint32_t seed);
 // Computes `out` on a CPU backend of n_threads; its values as floats.
 std::vector<float> run_graph(Context &ctx, Tensor *out, int n_threads);
+// Computes `graph` on a CPU backend of n_threads, expecting its nodes to be `count` weight
+// products of one kind run in `steps` steps (products of one input joined into one).
+void run_expecting_steps(Graph &graph, int n_threads, int64_t count, int64_t steps);
 
 // ../shared/fixtures beside the repository.
 std::filesystem::path fixtures_dir();

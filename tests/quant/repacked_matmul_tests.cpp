@@ -26,6 +26,7 @@ using quant_test::dequantize;
 using quant_test::quantize;
 using quant_test::random_f32;
 using quant_test::random_row;
+using quant_test::run_expecting_steps;
 using quant_test::run_graph;
 
 const DType kRepackedTypes[] = {DType::Q4_0,  DType::Q4_1,   DType::Q5_0,  DType::Q5_1, DType::Q8_0,
@@ -380,13 +381,7 @@ TEST_P(RepackedMatMul, ProductsOfOneInputRunAsOneStep) {
             build_forward_expand(graph, outs.back());
         }
         for (int threads : {1, 3}) {
-            CpuBackend backend(threads);
-            backend.set_profiling(true);
-            backend.graph_compute(*graph);
-            const std::vector<CpuBackend::OpTime> profile = backend.take_profile();
-            ASSERT_EQ(profile.size(), 1u);
-            EXPECT_EQ(profile[0].count, 4);
-            EXPECT_EQ(profile[0].steps, 2);
+            run_expecting_steps(*graph, threads, 4, 2);
             for (size_t i = 0; i < outs.size(); ++i) {
                 const Tensor *b = i == 3 ? y : x;
                 const int64_t M = outs[i]->ne[0];
