@@ -52,8 +52,7 @@ bool can_repack(const Tensor *t) {
 }
 
 bool is_repacked(const Tensor *t) {
-    return t->buffer != nullptr && &t->buffer->type() == &selected().repack_buffer_type() &&
-           can_repack(t);
+    return selected().is_repacked(t);
 }
 
 }  // namespace loom::cpu

@@ -62,6 +62,7 @@ struct Variant {
     BufferType &(*repack_buffer_type)();
     bool (*has_repacked_layout)(DType type);
     bool (*can_repack)(const Tensor *t);
+    bool (*is_repacked)(const Tensor *t);
     // Whether BF16 weights are multiplied two elements at a time (AVX512-BF16; core/cpu/gemm.h).
     bool bf16_pairs;
 };

@@ -12,6 +12,7 @@ const Variant &variant() {
                   .repack_buffer_type = level_repack_buffer_type,
                   .has_repacked_layout = level_has_layout,
                   .can_repack = level_can_repack,
+                  .is_repacked = level_is_repacked,
                   .bf16_pairs = LOOM_X86_AVX512BF16 != 0};
         register_layout_kernels(t.table);
         register_rows_kernels(t.table);
