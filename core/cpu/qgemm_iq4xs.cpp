@@ -73,7 +73,6 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
     for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * kGroupBlock;
-        prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
         __m512i scale[kSub];
         unpack_scales(w, scale);
@@ -81,6 +80,7 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
         for (int c = 0; c < NC; ++c) total[c] = _mm512_setzero_si512();
 #pragma GCC unroll 8
         for (int ib = 0; ib < kSub; ++ib) {
+            prefetch_weights<kGroupBlock, NC, kSub>(w, ib);
             __m512i q[8];  // q[t], q[t + 4]: elements 4t.. and 16 + 4t.. of sub-block ib
 #pragma GCC unroll 4
             for (int t = 0; t < 4; ++t) {

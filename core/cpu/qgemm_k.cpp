@@ -133,7 +133,6 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
     for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * kGroupBlock;
-        prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * col;
         const Q4KScales scales = unpack_q4k_scales(w + kScales);
         Ints high[8];
@@ -145,6 +144,7 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) {
             // Sub-block j: the low (even j) or high nibbles of units 8(j/2) .. 8(j/2) + 7.
+            prefetch_weights<kGroupBlock, NC, 8>(w, j);
             Ints q[8];
 #pragma GCC unroll 8
             for (int t = 0; t < 8; ++t) {
@@ -243,7 +243,6 @@ void tile_q3k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
     for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * kGroupBlock;
-        prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * col;
         const std::byte *terms = a + NC * (QK_K + 4);
         const SubBlockScales scales = unpack_q3k_scales(w + kScales);
@@ -266,6 +265,7 @@ void tile_q3k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
 #pragma GCC unroll 4
             for (int j = 0; j < 4; ++j) {
                 const int chunk = 4 * h + j;  // elements 32 chunk .., sub-blocks 2 chunk, + 1
+                prefetch_weights<kGroupBlock, NC, 8>(w, chunk);
                 Ints q[8];
 #pragma GCC unroll 8
                 for (int t = 0; t < 8; ++t) {
@@ -314,7 +314,6 @@ void tile_lanes(const std::byte *group, int64_t n_blocks, const std::byte *panel
     }
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * Decoded::kGroupBlock;
-        prefetch_weights<Decoded::kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * col;
         auto terms = [&](int c) { return a + NC * (QK_K + 4) + 4 * Terms::kCount * c; };
         const Decoded block(w);
@@ -323,22 +322,26 @@ void tile_lanes(const std::byte *group, int64_t n_blocks, const std::byte *panel
             return scaled_dot<1, Decoded::kMaxLevel>(lane, &q, x,
                                                      block.sub_scale(2 * chunk + u / 4));
         };
-        Ints lane[NC][8];
+        auto da = [&](int c) { return load_f32(a + NC * QK_K + 4 * c); };
         if constexpr (NC <= kStreamColumns) {
-            // Generation: every column's lanes stay in registers while each chunk is decoded.
-            for (int c = 0; c < NC; ++c) {
-                for (int m = 0; m < 8; ++m) lane[c][m] = block.start(terms(c), m);
-            }
+            // Generation: one lane at a time through the 8 chunks, so that only its unit, its
+            // sums and its scales are live (the integer sums are exact: the order does not change
+            // them), and the lanes in a loop, so that the compiler does not interleave them again.
+            // Chunk after chunk with all 8 lanes live spilled them with AVX2's 16 registers: on a
+            // Zen 2 EPYC, Q6_K n = 1 in L2 14.1-15.5 GB/s that way, 21.6-22.9 lane by lane
+            // unrolled, 24.4-25.5 in a loop (docs/PERFORMANCE.md).
+#pragma GCC unroll 1
+            for (int u = 0; u < 8; ++u) {
+                prefetch_weights<Decoded::kGroupBlock, NC, 8>(w, u);
+                Ints lane[NC];
+                for (int c = 0; c < NC; ++c) lane[c] = block.start(terms(c), u);
 #pragma GCC unroll 8
-            for (int chunk = 0; chunk < 8; ++chunk) {
-                Ints q[8];
-#pragma GCC unroll 8
-                for (int u = 0; u < 8; ++u) q[u] = block.levels(chunk, u);
-                for (int c = 0; c < NC; ++c) {
-#pragma GCC unroll 8
-                    for (int u = 0; u < 8; ++u)
-                        lane[c][u] = add_unit(lane[c][u], q[u], c, chunk, u);
+                for (int chunk = 0; chunk < 8; ++chunk) {
+                    const Ints q = block.levels(chunk, u);
+                    for (int c = 0; c < NC; ++c) lane[c] = add_unit(lane[c], q, c, chunk, u);
                 }
+                for (int c = 0; c < NC; ++c)
+                    acc[c][u] = block.finish(acc[c][u], lane[c], terms(c), u, da(c));
             }
         } else {
             // Wide panels: the block is decoded once into L1, then each column's 8 lanes run
@@ -350,22 +353,20 @@ void tile_lanes(const std::byte *group, int64_t n_blocks, const std::byte *panel
                 for (int u = 0; u < 8; ++u) q[8 * chunk + u] = block.levels(chunk, u);
             }
             for (int c = 0; c < NC; ++c) {
+                Ints lane[8];
 #pragma GCC unroll 8
-                for (int m = 0; m < 8; ++m) lane[c][m] = block.start(terms(c), m);
+                for (int m = 0; m < 8; ++m) lane[m] = block.start(terms(c), m);
 #pragma GCC unroll 8
                 for (int chunk = 0; chunk < 8; ++chunk) {
 #pragma GCC unroll 8
                     for (int u = 0; u < 8; ++u) {
-                        lane[c][u] = add_unit(lane[c][u], q[8 * chunk + u], c, chunk, u);
+                        lane[u] = add_unit(lane[u], q[8 * chunk + u], c, chunk, u);
                     }
                 }
-            }
-        }
-        for (int c = 0; c < NC; ++c) {
-            const float da = load_f32(a + NC * QK_K + 4 * c);
 #pragma GCC unroll 8
-            for (int m = 0; m < 8; ++m)
-                acc[c][m] = block.finish(acc[c][m], lane[c][m], terms(c), m, da);
+                for (int m = 0; m < 8; ++m)
+                    acc[c][m] = block.finish(acc[c][m], lane[m], terms(c), m, da(c));
+            }
         }
     }
     for (int c = 0; c < NC; ++c) {
