@@ -373,7 +373,10 @@ LOOM_BENCH_MUL_MAT(q4_0_n1_l2, Q4_0, kDim, 256, 1);
 LOOM_BENCH_MUL_MAT(q8_0_n1_l2, Q8_0, kDim, 256, 1);
 LOOM_BENCH_MUL_MAT(q4_k_n1_l2, Q4_K, kDim, 256, 1);
 LOOM_BENCH_MUL_MAT(q6_k_n1_l2, Q6_K, kDim, 256, 1);
-// The formats without a repacked layout (per-row dot products in ggml's order).
+// The other legacy and K-quant formats: generation from DRAM, and the K-quants' prompt products.
+LOOM_BENCH_MUL_MAT(q2_k_n512, Q2_K, kDim, kDim, 512);
+LOOM_BENCH_MUL_MAT(q3_k_n512, Q3_K, kDim, kDim, 512);
+LOOM_BENCH_MUL_MAT(q5_k_n512, Q5_K, kDim, kDim, 512);
 LOOM_BENCH_MUL_MAT(q4_1_n1_dram, Q4_1, kDim, dram_rows(DType::Q4_1), 1);
 LOOM_BENCH_MUL_MAT(q5_0_n1_dram, Q5_0, kDim, dram_rows(DType::Q5_0), 1);
 LOOM_BENCH_MUL_MAT(q5_1_n1_dram, Q5_1, kDim, dram_rows(DType::Q5_1), 1);

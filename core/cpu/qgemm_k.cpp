@@ -120,59 +120,96 @@ inline Q4KScales unpack_q4k_scales(const std::byte *bytes) {
 }
 
 // Q4_K, and Q5_K (kFifthBit): the same sums, the levels 0..31 instead of 0..15.
+// Unit t of sub-block j: the low (even j) or high nibbles of quant unit 8(j/2) + t, and for Q5_K
+// bit j of qh unit t.
+template <bool kFifthBit>
+struct Q4KUnits {
+    using Block = std::conditional_t<kFifthBit, quant::BlockQ5K, quant::BlockQ4K>;
+    static constexpr size_t kGroupBlock = kRepackRows * sizeof(Block);
+    static constexpr size_t kScales = 4 * kRepackRows, kHigh = 16 * kRepackRows;
+    static constexpr size_t kQuants = (kFifthBit ? 48 : 16) * kRepackRows;
+    static constexpr int kMaxLevel = kFifthBit ? 31 : 15;
+
+    [[gnu::always_inline]] static Ints unit(const std::byte *w, const Ints *high, int j, int t) {
+        const Ints v = Ints::load(w + kQuants + size_t(8 * (j / 2) + t) * 64);
+        Ints q = (j % 2 == 0 ? v : srli16(v, 4)) & Ints::splat8(0x0F);
+        if constexpr (kFifthBit) {
+            // Bit j of each qh byte to bit 4 (16-bit shifts: bit 4 of a byte comes from the same
+            // byte for shifts of at most 4 either way).
+            const Ints h = j <= 4 ? slli16(high[t], 4 - j) : srli16(high[t], j - 4);
+            q = q | (h & Ints::splat8(0x10));
+        }
+        return q;
+    }
+};
+
+// Whether a tile of NC columns can keep their sums and a sub-block's 8 units in registers: with
+// AVX-512's 32, or for generation. AVX2's 16 hold two Ints each, so a wide panel decodes the block
+// once into L1 and runs column after column through it, as tile_lanes does (on a Zen 2 EPYC, Q4_K
+// n = 512 at 132 GFLOPS the other way, half of Q4_0's).
+template <int NC>
+inline constexpr bool kUnitsInRegisters = LOOM_QGEMM_512 || NC <= kStreamColumns;
+
 template <bool kFifthBit, int NC>
 void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
-    using Block = std::conditional_t<kFifthBit, quant::BlockQ5K, quant::BlockQ4K>;
-    constexpr size_t kGroupBlock = kRepackRows * sizeof(Block);
-    constexpr size_t kScales = 4 * kRepackRows, kHigh = 16 * kRepackRows;
-    constexpr size_t kQuants = (kFifthBit ? 48 : 16) * kRepackRows;
-    const Ints bit4 = Ints::splat8(0x10);
+    using U = Q4KUnits<kFifthBit>;
     const size_t col = column_block<Q4KTerms>();
-    const Ints low4 = Ints::splat8(0x0F);
     Floats acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte *w = group + size_t(b) * kGroupBlock;
+        const std::byte *w = group + size_t(b) * U::kGroupBlock;
         const std::byte *a = panel + size_t(b) * NC * col;
-        const Q4KScales scales = unpack_q4k_scales(w + kScales);
+        const Q4KScales scales = unpack_q4k_scales(w + U::kScales);
         Ints high[8];
         if constexpr (kFifthBit) {
-            for (int t = 0; t < 8; ++t) high[t] = Ints::load(w + kHigh + size_t(t) * 64);
+            for (int t = 0; t < 8; ++t) high[t] = Ints::load(w + U::kHigh + size_t(t) * 64);
         }
-        Ints sumi[NC];
-        for (int c = 0; c < NC; ++c) sumi[c] = Ints::zero();
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) {
-            // Sub-block j: the low (even j) or high nibbles of units 8(j/2) .. 8(j/2) + 7.
-            prefetch_weights<kGroupBlock, NC, 8>(w, j);
-            Ints q[8];
-#pragma GCC unroll 8
-            for (int t = 0; t < 8; ++t) {
-                const Ints v = Ints::load(w + kQuants + size_t(8 * (j / 2) + t) * 64);
-                q[t] = (j % 2 == 0 ? v : srli16(v, 4)) & low4;
-                if constexpr (kFifthBit) {
-                    // Bit j of each qh byte to bit 4 (16-bit shifts: bit 4 of a byte comes from
-                    // the same byte for shifts of at most 4 either way).
-                    const Ints h = j <= 4 ? slli16(high[t], 4 - j) : srli16(high[t], j - 4);
-                    q[t] = q[t] | (h & bit4);
-                }
-            }
-#pragma GCC unroll 12
-            for (int c = 0; c < NC; ++c) {
-                auto x = [&](int t) { return Ints::broadcast32(a + c * QK_K + 4 * (8 * j + t)); };
-                sumi[c] = scaled_dot < 8, kFifthBit ? 31 : 15 > (sumi[c], q, x, scales.scale[j]);
-            }
-        }
-        const Floats dw = Floats::load_f16(w), dmin = Floats::load_f16(w + 2 * kRepackRows);
-        for (int c = 0; c < NC; ++c) {
+        auto x = [&](int c, int j) {
+            return [=](int t) { return Ints::broadcast32(a + c * QK_K + 4 * (8 * j + t)); };
+        };
+        // Column c's block into its float sum: the scaled sub-block sums, then the mins (the
+        // block's scales are loaded here, not held in registers across the sums).
+        auto finish = [&](int c, Ints sumi) [[gnu::always_inline]] {
+            const Floats dw = Floats::load_f16(w), dmin = Floats::load_f16(w + 2 * kRepackRows);
             Ints mins = Ints::zero();
             for (int i = 0; i < 4; ++i) {
                 mins = dot_s16(mins, scales.min_pairs[i],
                                Ints::broadcast32(a + NC * (QK_K + 4) + 16 * c + 4 * i));
             }
             const float da = load_f32(a + NC * QK_K + 4 * c);
-            acc[c] = fmadd(Floats::from_ints(sumi[c]), dw * Floats::splat(da), acc[c]);
+            acc[c] = fmadd(Floats::from_ints(sumi), dw * Floats::splat(da), acc[c]);
             acc[c] = fmadd(Floats::from_ints(mins), dmin * Floats::splat(-da), acc[c]);
+        };
+        if constexpr (kUnitsInRegisters<NC>) {
+            Ints sumi[NC];
+            for (int c = 0; c < NC; ++c) sumi[c] = Ints::zero();
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; ++j) {
+                prefetch_weights<U::kGroupBlock, NC, 8>(w, j);
+                Ints q[8];
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t) q[t] = U::unit(w, high, j, t);
+#pragma GCC unroll 12
+                for (int c = 0; c < NC; ++c) {
+                    sumi[c] = scaled_dot<8, U::kMaxLevel>(sumi[c], q, x(c, j), scales.scale[j]);
+                }
+            }
+            for (int c = 0; c < NC; ++c) finish(c, sumi[c]);
+        } else {
+            Ints q[64];
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; ++j) {
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t) q[8 * j + t] = U::unit(w, high, j, t);
+            }
+            for (int c = 0; c < NC; ++c) {
+                Ints sumi = Ints::zero();
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; ++j) {
+                    sumi = scaled_dot<8, U::kMaxLevel>(sumi, q + 8 * j, x(c, j), scales.scale[j]);
+                }
+                finish(c, sumi);
+            }
         }
     }
     for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
@@ -246,49 +283,76 @@ void tile_q3k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
         const std::byte *a = panel + size_t(b) * NC * col;
         const std::byte *terms = a + NC * (QK_K + 4);
         const SubBlockScales scales = unpack_q3k_scales(w + kScales);
-        Ints sumi[NC];
-        for (int c = 0; c < NC; ++c) {
-            // The levels are stored + 4: the sum starts at -4 * the scaled 16-sums.
+        // The levels are stored + 4: column c's sum starts at -4 * the scaled 16-sums.
+        auto start = [&](int c) [[gnu::always_inline]] {
             Ints offset = Ints::zero();
             for (int i = 0; i < 8; ++i) {
                 offset =
                     dot_s16(offset, scales.pairs[i], Ints::broadcast32(terms + 4 * (8 * c + i)));
             }
-            sumi[c] = Ints::zero() - slli32(offset, 2);
-        }
+            return Ints::zero() - slli32(offset, 2);
+        };
+        // Chunk `chunk` (elements 32 chunk .., sub-blocks 2 chunk, + 1) of column c.
+        auto add_chunk = [&](Ints sumi, const Ints *q, int c, int chunk) [[gnu::always_inline]] {
+            const std::byte *x = a + c * QK_K + 32 * chunk;
+            auto first = [&](int t) { return Ints::broadcast32(x + 4 * t); };
+            auto second = [&](int t) { return Ints::broadcast32(x + 16 + 4 * t); };
+            sumi = scaled_dot<4, 7>(sumi, q, first, scales.scale[2 * chunk]);
+            return scaled_dot<4, 7>(sumi, q + 4, second, scales.scale[2 * chunk + 1]);
+        };
+        // dw: the block's scales, loaded after the sums where these hold every register.
+        auto finish = [&](int c, Ints sumi, Floats dw) [[gnu::always_inline]] {
+            const Floats da = Floats::splat(load_f32(a + NC * QK_K + 4 * c));
+            acc[c] = fmadd(Floats::from_ints(sumi), dw * da, acc[c]);
+        };
         Ints high[8];
         for (int t = 0; t < 8; ++t) high[t] = Ints::load(w + size_t(t) * 64);
+        // Unit t of chunk 4h + j: bits 2j, 2j + 1 of quant unit 8h + t, and bit 4h + j of hmask
+        // unit t to bit 2 (16-bit shifts: bit 2 of a byte comes from the same byte for shifts of
+        // at most 2 left or 5 right).
+        auto unit = [&](Ints v, int chunk, int t) [[gnu::always_inline]] {
+            const int j = chunk % 4;
+            const Ints hb = chunk <= 2 ? slli16(high[t], 2 - chunk) : srli16(high[t], chunk - 2);
+            return ((j == 0 ? v : srli16(v, 2 * j)) & low2) | (hb & bit2);
+        };
+        if constexpr (kUnitsInRegisters<NC>) {
+            Ints sumi[NC];
+            for (int c = 0; c < NC; ++c) sumi[c] = start(c);
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-            Ints v[8];
-            for (int t = 0; t < 8; ++t) v[t] = Ints::load(w + kQuants + size_t(8 * h + t) * 64);
+            for (int h = 0; h < 2; ++h) {
+                Ints v[8];
+                for (int t = 0; t < 8; ++t) v[t] = Ints::load(w + kQuants + size_t(8 * h + t) * 64);
 #pragma GCC unroll 4
-            for (int j = 0; j < 4; ++j) {
-                const int chunk = 4 * h + j;  // elements 32 chunk .., sub-blocks 2 chunk, + 1
-                prefetch_weights<kGroupBlock, NC, 8>(w, chunk);
-                Ints q[8];
+                for (int j = 0; j < 4; ++j) {
+                    const int chunk = 4 * h + j;
+                    prefetch_weights<kGroupBlock, NC, 8>(w, chunk);
+                    Ints q[8];
 #pragma GCC unroll 8
-                for (int t = 0; t < 8; ++t) {
-                    // Bit `chunk` of each hmask byte to bit 2 (16-bit shifts: bit 2 of a byte
-                    // comes from the same byte for shifts of at most 2 left or 5 right).
-                    const Ints hb =
-                        chunk <= 2 ? slli16(high[t], 2 - chunk) : srli16(high[t], chunk - 2);
-                    q[t] = ((j == 0 ? v[t] : srli16(v[t], 2 * j)) & low2) | (hb & bit2);
-                }
+                    for (int t = 0; t < 8; ++t) q[t] = unit(v[t], chunk, t);
 #pragma GCC unroll 12
-                for (int c = 0; c < NC; ++c) {
-                    const std::byte *x = a + c * QK_K + 32 * chunk;
-                    auto first = [&](int t) { return Ints::broadcast32(x + 4 * t); };
-                    auto second = [&](int t) { return Ints::broadcast32(x + 16 + 4 * t); };
-                    sumi[c] = scaled_dot<4, 7>(sumi[c], q, first, scales.scale[2 * chunk]);
-                    sumi[c] = scaled_dot<4, 7>(sumi[c], q + 4, second, scales.scale[2 * chunk + 1]);
+                    for (int c = 0; c < NC; ++c) sumi[c] = add_chunk(sumi[c], q, c, chunk);
                 }
             }
-        }
-        const Floats dw = Floats::load_f16(w + kD);
-        for (int c = 0; c < NC; ++c) {
-            const Floats da = Floats::splat(load_f32(a + NC * QK_K + 4 * c));
-            acc[c] = fmadd(Floats::from_ints(sumi[c]), dw * da, acc[c]);
+            const Floats dw = Floats::load_f16(w + kD);
+            for (int c = 0; c < NC; ++c) finish(c, sumi[c], dw);
+        } else {
+            const Floats dw = Floats::load_f16(w + kD);
+            Ints q[64];
+#pragma GCC unroll 8
+            for (int chunk = 0; chunk < 8; ++chunk) {
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t) {
+                    const Ints v = Ints::load(w + kQuants + size_t(8 * (chunk / 4) + t) * 64);
+                    q[8 * chunk + t] = unit(v, chunk, t);
+                }
+            }
+            for (int c = 0; c < NC; ++c) {
+                Ints sumi = start(c);
+#pragma GCC unroll 8
+                for (int chunk = 0; chunk < 8; ++chunk)
+                    sumi = add_chunk(sumi, q + 8 * chunk, c, chunk);
+                finish(c, sumi, dw);
+            }
         }
     }
     for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
@@ -353,19 +417,14 @@ void tile_lanes(const std::byte *group, int64_t n_blocks, const std::byte *panel
                 for (int u = 0; u < 8; ++u) q[8 * chunk + u] = block.levels(chunk, u);
             }
             for (int c = 0; c < NC; ++c) {
-                Ints lane[8];
 #pragma GCC unroll 8
-                for (int m = 0; m < 8; ++m) lane[m] = block.start(terms(c), m);
+                for (int u = 0; u < 8; ++u) {
+                    Ints lane = block.start(terms(c), u);
 #pragma GCC unroll 8
-                for (int chunk = 0; chunk < 8; ++chunk) {
-#pragma GCC unroll 8
-                    for (int u = 0; u < 8; ++u) {
-                        lane[u] = add_unit(lane[u], q[8 * chunk + u], c, chunk, u);
-                    }
+                    for (int chunk = 0; chunk < 8; ++chunk)
+                        lane = add_unit(lane, q[8 * chunk + u], c, chunk, u);
+                    acc[c][u] = block.finish(acc[c][u], lane, terms(c), u, da(c));
                 }
-#pragma GCC unroll 8
-                for (int m = 0; m < 8; ++m)
-                    acc[c][m] = block.finish(acc[c][m], lane[m], terms(c), m, da(c));
             }
         }
     }
