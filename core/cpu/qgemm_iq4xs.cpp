@@ -10,8 +10,11 @@
 // integers (VPMULLD), so a lane ends the super-block with its exact sum, and
 //   acc = fma(sum, d_w * d_a, acc)
 // once per super-block: fewer roundings than llama.cpp's AVX2 vec_dot (8 lanes summed in float
-// at the end), whose results differ from these by float rounding only.
+// at the end), whose results differ from these by float rounding only. Builds without AVX-512
+// VNNI compute the same exact sums with the Ints of qgemm_simd.h: without VNNI from the signed
+// values, each unit's pair sums |q| * sign(a, q) times the scale by VPMADDWD.
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "core/cpu/qgemm.h"
@@ -20,12 +23,13 @@
 
 namespace loom::cpu::inline LOOM_ISA::qgemm {
 
-#if LOOM_VNNI512_KERNELS
+#if LOOM_INTEGER_KERNELS
 namespace {
 
 using quant::QK_K;
-constexpr int kSub = QK_K / quant::kLut4Block;        // sub-blocks per super-block
-constexpr int kOffset = 128;                          // the table's values are -127 .. 113
+constexpr int kSub = QK_K / quant::kLut4Block;  // sub-blocks per super-block
+// The table's values are -127 .. 113: unsigned (+ 128) for VPDPBUSD, else signed.
+constexpr int kOffset = kVnni ? 128 : 0;
 constexpr size_t kColumnBlock = QK_K + 4 + 4 * kSub;  // quants, d_a, -128 * sum(a) per sub-block
 
 void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *panel) {
@@ -43,6 +47,7 @@ void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *pane
     }
 }
 
+#if LOOM_VNNI512_KERNELS
 // The 16 rows' sub-block scales, ls - 32, as int32 lanes (quant::iq4xs_scale).
 void unpack_scales(const std::byte *w, __m512i *scale) {
     constexpr size_t kHigh = 2 * kRepackRows, kLow = 4 * kRepackRows;
@@ -113,6 +118,105 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
     }
     for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
 }
+#else
+// The 16 rows' sub-block scales, ls - 32, as int32 lanes (quant::iq4xs_scale).
+void unpack_scales(const std::byte *w, Ints *scale) {
+    constexpr size_t kHigh = 2 * kRepackRows, kLow = 4 * kRepackRows;
+    const Ints high = Ints::widen_u16(w + kHigh);
+    const Ints low4 = Ints::splat32(0x0F), two = Ints::splat32(3), bias = Ints::splat32(32);
+    for (int i = 0; i < kSub / 2; ++i) {
+        const Ints low =
+            Ints::widen_u8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(w + kLow + 16 * i)));
+        for (int h = 0; h < 2; ++h) {
+            const int ib = 2 * i + h;
+            const Ints l = srli32(low, 4 * h) & low4;
+            const Ints hi = srli32(high, 2 * ib) & two;
+            scale[ib] = (l | slli32(hi, 4)) - bias;
+        }
+    }
+}
+
+template <int NC>
+void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+    constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockIQ4XS);
+    constexpr size_t kQuants = 8 * kRepackRows;
+    using Unit = std::conditional_t<kVnni, Ints, SignedUnit>;  // a unit's levels as multiplied
+    int8_t shifted[16];
+    for (int i = 0; i < 16; ++i) shifted[i] = int8_t(quant::kValuesIq4nl[i] + kOffset);
+    const CodeTable table(shifted);
+    Floats acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const std::byte *w = group + size_t(b) * kGroupBlock;
+        const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
+        Ints scale[kSub];
+        unpack_scales(w, scale);
+        Scale16 scale16[kVnni ? 1 : kSub];
+        if constexpr (!kVnni) {
+            for (int ib = 0; ib < kSub; ++ib) scale16[ib] = Scale16::of(scale[ib]);
+        }
+        // Unit t of sub-block ib: elements 4t.. (t < 4, low nibbles) or 16 + 4(t - 4).. (high).
+        auto unit = [&](int ib, int t) [[gnu::always_inline]] {
+            const Ints v = Ints::load(w + kQuants + size_t(4 * ib + t % 4) * 64);
+            const Ints q = t < 4 ? table.low(v) : table.high(v);
+            if constexpr (kVnni) {
+                return q;
+            } else {
+                return SignedUnit::of(q);
+            }
+        };
+        // Sub-block ib of column c, its scale applied: with VNNI from the unsigned units (the
+        // panel's term takes the offset out), else from the signed ones, each unit's pair sums
+        // times the scale (Scale16) by VPMADDWD.
+        auto add_sub_block = [&](Ints total, const Unit *q, int c, int ib) [[gnu::always_inline]] {
+            const std::byte *qa = a + c * QK_K + 32 * ib;
+            auto x = [&](int t) { return Ints::broadcast32(qa + 4 * t); };
+            if constexpr (kVnni) {
+                Ints s = Ints::broadcast32(a + NC * (QK_K + 4) + 4 * (kSub * c + ib));
+                s = dot_units<8, 241>(s, q, x);
+                return total + mullo32(s, scale[ib]);
+            } else {
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t)
+                    total = dot_s16(total, signed_pair_sums(q[t], x(t)), scale16[ib].v);
+                return total;
+            }
+        };
+        auto finish = [&](int c, Ints total) [[gnu::always_inline]] {
+            const Floats d = Floats::load_f16(w) * Floats::splat(load_f32(a + NC * QK_K + 4 * c));
+            acc[c] = fmadd(Floats::from_ints(total), d, acc[c]);
+        };
+        if constexpr (kUnitsInRegisters<NC>) {
+            Ints total[NC];
+            for (int c = 0; c < NC; ++c) total[c] = Ints::zero();
+#pragma GCC unroll 8
+            for (int ib = 0; ib < kSub; ++ib) {
+                prefetch_weights<kGroupBlock, NC, kSub>(w, ib);
+                Unit q[8];
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t) q[t] = unit(ib, t);
+#pragma GCC unroll 12
+                for (int c = 0; c < NC; ++c) total[c] = add_sub_block(total[c], q, c, ib);
+            }
+            for (int c = 0; c < NC; ++c) finish(c, total[c]);
+        } else {
+            Unit q[8 * kSub];
+#pragma GCC unroll 8
+            for (int ib = 0; ib < kSub; ++ib) {
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t) q[8 * ib + t] = unit(ib, t);
+            }
+            for (int c = 0; c < NC; ++c) {
+                Ints total = Ints::zero();
+#pragma GCC unroll 8
+                for (int ib = 0; ib < kSub; ++ib) total = add_sub_block(total, q + 8 * ib, c, ib);
+                finish(c, total);
+            }
+        }
+    }
+    for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
+}
+#endif
 
 template <size_t... I>
 constexpr std::array<Tile, kPanel> tiles(std::index_sequence<I...>) {

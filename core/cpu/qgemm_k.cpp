@@ -143,13 +143,6 @@ struct Q4KUnits {
     }
 };
 
-// Whether a tile of NC columns can keep their sums and a sub-block's 8 units in registers: with
-// AVX-512's 32, or for generation. AVX2's 16 hold two Ints each, so a wide panel decodes the block
-// once into L1 and runs column after column through it, as tile_lanes does (on a Zen 2 EPYC, Q4_K
-// n = 512 at 132 GFLOPS the other way, half of Q4_0's).
-template <int NC>
-inline constexpr bool kUnitsInRegisters = LOOM_QGEMM_512 || NC <= kStreamColumns;
-
 template <bool kFifthBit, int NC>
 void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
     using U = Q4KUnits<kFifthBit>;

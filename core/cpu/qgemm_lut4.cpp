@@ -11,7 +11,9 @@
 // -offset * sum(a) starts each lane, so a lane ends a block with its exact integer sum. Then acc =
 // fma(sum, d_w * d_a, acc), block after block: the arithmetic of llama.cpp's x86 repacked kernels
 // for these formats (gemv/gemm_q4_b32_8x8_q8_0_lut_avx), so a product matches llama.cpp's bit for
-// bit.
+// bit. Builds without AVX-512 VNNI compute the same exact sums with the Ints of qgemm_simd.h:
+// MXFP4 from its unsigned values (0 .. 24, which VPMADDUBSW multiplies exactly), IQ4_NL from its
+// signed ones, |q| * sign(a, q), as ggml's AVX2 kernels do (unsigned with VNNI, as above).
 #include <cstring>
 #include <utility>
 
@@ -23,13 +25,15 @@
 
 namespace loom::cpu::inline LOOM_ISA::qgemm {
 
-#if LOOM_VNNI512_KERNELS
+#if LOOM_INTEGER_KERNELS
 namespace {
 
 using q8_0_panel::kBlock;
 using q8_0_panel::kColumnBlock;
 using q8_0_panel::prepare;
 static_assert(quant::kLut4Block == kBlock, "MXFP4 and IQ4_NL blocks are Q8_0 blocks long");
+
+#if LOOM_VNNI512_KERNELS
 
 // The table plus kOffset, as unsigned bytes.
 template <int kOffset>
@@ -106,6 +110,77 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
     }
     for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
 }
+#else
+// The table plus kOffset.
+template <int kOffset>
+CodeTable offset_table(const int8_t *values) {
+    int8_t shifted[16];
+    for (int i = 0; i < 16; ++i) shifted[i] = int8_t(values[i] + kOffset);
+    return CodeTable(shifted);
+}
+
+struct Mxfp4 {
+    static constexpr size_t kBlockBytes = sizeof(quant::BlockMXFP4);
+    static constexpr size_t kScaleBytes = 1;  // per row, before the quants
+    static constexpr int kOffset = 12;        // -12 is the table's least value
+    static constexpr int kMaxLevel = 24;
+    static CodeTable table() { return offset_table<kOffset>(quant::kValuesMxfp4); }
+    // The 16 rows' 2^(e - 128) (quant::e8m0_half_to_f32): the bits (e - 1) << 23 for e >= 2, the
+    // subnormals (e + 1) << 21 for e < 2; the larger of the two as int32 is the one that applies.
+    static Floats scales(const std::byte *w) {
+        const Ints e = Ints::widen_u8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(w)));
+        const Ints one = Ints::splat32(1);
+        return Floats::from_bits(max32(slli32(e - one, 23), slli32(e + one, 21)));
+    }
+};
+
+struct Iq4nl {
+    static constexpr size_t kBlockBytes = sizeof(quant::BlockIQ4NL);
+    static constexpr size_t kScaleBytes = 2;  // F16 d per row
+    // The table's values are -127 .. 113: unsigned (+ 128) for VPDPBUSD, else signed.
+    static constexpr int kOffset = kVnni ? 128 : 0;
+    static constexpr int kMaxLevel = 241;
+    static CodeTable table() { return offset_table<kOffset>(quant::kValuesIq4nl); }
+    static Floats scales(const std::byte *w) { return Floats::load_f16(w); }
+};
+
+template <typename F, int NC>
+void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+    constexpr size_t kGroupBlock = kRepackRows * F::kBlockBytes;
+    constexpr size_t kQuants = kRepackRows * F::kScaleBytes;
+    const CodeTable table = F::table();
+    Floats acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const std::byte *w = group + size_t(b) * kGroupBlock;
+        prefetch_weights<kGroupBlock, NC>(w);
+        const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
+        Ints q[8];  // q[t]: elements 4t..4t+3 of the 16 rows, as table value + offset
+        for (int t = 0; t < 4; ++t) {
+            const Ints v = Ints::load(w + kQuants + 64 * t);
+            q[t] = table.low(v);
+            q[t + 4] = table.high(v);
+        }
+        const Floats dw = F::scales(w);
+#pragma GCC unroll 12
+        for (int c = 0; c < NC; ++c) {
+            auto x = [&](int t) { return Ints::broadcast32(a + c * kBlock + 4 * t); };
+            Ints sum = Ints::broadcast32(a + NC * (kBlock + 4) + 4 * c);  // -offset * sum(a)
+            if constexpr (F::kOffset > 0) {
+                sum = dot_units<8, F::kMaxLevel>(sum, q, x);
+            } else {
+                // (|q| and the signs once per column: precomputed per block, the 8 units' pairs
+                // spill AVX2's registers, 28-29 against 30-31 GB/s from DRAM.)
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t) sum = dot_s8s8(sum, SignedUnit::of(q[t]), x(t));
+            }
+            const Floats scale = dw * Floats::splat(load_f32(a + NC * kBlock + 4 * c));
+            acc[c] = fmadd(Floats::from_ints(sum), scale, acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
+}
+#endif
 
 template <typename F, size_t... I>
 constexpr std::array<Tile, kPanel> tiles(std::index_sequence<I...>) {

@@ -110,12 +110,15 @@ constexpr bool has_kernels(DType type) {
         case DType::Q4_K:
         case DType::Q5_K:
         case DType::Q6_K:
+        case DType::MXFP4:
+        case DType::IQ4_NL:
+        case DType::IQ4_XS:
             return LOOM_INTEGER_KERNELS;
         case DType::F16:
         case DType::BF16:
             return LOOM_GROUPED_FLOAT_KERNELS;
         default:
-            return LOOM_VNNI512_KERNELS;
+            return false;
     }
 }
 

@@ -25,16 +25,16 @@
 #include "loom/backend.h"
 #include "loom/tensor.h"
 
-// The integer kernels of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K run on 64 bytes of a
-// group at once: one AVX-512BW register or two AVX2 ones (core/cpu/qgemm_simd.h), with F16C for
-// the scales.
+// The integer kernels of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K, MXFP4, IQ4_NL and IQ4_XS run
+// on 64 bytes of a group at once: one AVX-512BW register or two AVX2 ones
+// (core/cpu/qgemm_simd.h), with F16C for the scales.
 #if (LOOM_X86_AVX512BW || (LOOM_X86_AVX2 && LOOM_X86_FMA)) && LOOM_X86_F16C
 #define LOOM_INTEGER_KERNELS 1
 #else
 #define LOOM_INTEGER_KERNELS 0
 #endif
-// Those of MXFP4, IQ4_NL and IQ4_XS need AVX-512 VNNI: their table values made unsigned reach 241,
-// which only VPDPBUSD multiplies exactly.
+// MXFP4, IQ4_NL and IQ4_XS have kernels of their own for AVX-512 VNNI, whose VPDPBUSD multiplies
+// their table values made unsigned (up to 241) exactly; other builds multiply them signed.
 #if LOOM_X86_AVX512VNNI && LOOM_X86_AVX512BW && LOOM_X86_F16C
 #define LOOM_VNNI512_KERNELS 1
 #else
@@ -55,7 +55,7 @@ inline constexpr int64_t kRepackRows = 16;
 
 // The answers of the kernels in use (the level core/isa.h selected; core/cpu/dispatch.cpp):
 // True when `type` has a repacked layout and those kernels read it: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F16, BF16 (AVX2 or AVX-512), MXFP4, IQ4_NL, IQ4_XS (AVX-512 VNNI).
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4, IQ4_NL, IQ4_XS, F16, BF16 (AVX2 or AVX-512).
 bool has_repacked_layout(DType type);
 // True when t can be stored repacked: a type with a layout, contiguous, rows a multiple of 16.
 bool can_repack(const Tensor *t);

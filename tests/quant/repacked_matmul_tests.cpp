@@ -7,6 +7,8 @@
 #include <cstring>
 #include <memory>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "core/cpu/repack.h"
 #include "core/quant/k_blocks.h"
@@ -40,11 +42,15 @@ struct RepackedWeights {
     std::unique_ptr<Buffer> buffer;
     std::vector<std::byte> file_bytes;
 
-    RepackedWeights(DType type, int64_t K, int64_t rows, int64_t n_mat, uint32_t seed) {
+    RepackedWeights(DType type, int64_t K, int64_t rows, int64_t n_mat, uint32_t seed)
+        : RepackedWeights(type, K, rows, quantize(type, random_row(K * rows * n_mat, seed))) {}
+    // The file's bytes as given ([K, rows, bytes.size() / the bytes of `rows` rows]).
+    RepackedWeights(DType type, int64_t K, int64_t rows, std::vector<std::byte> bytes)
+        : file_bytes(std::move(bytes)) {
+        const int64_t n_mat = int64_t(file_bytes.size() / (row_size(type, K) * size_t(rows)));
         a = ctx.new_tensor(type, {K, rows, n_mat});
         Tensor *const tensors[] = {a};
         buffer = place_tensors(cpu_repack_buffer_type(), tensors);
-        file_bytes = quantize(type, random_row(K * rows * n_mat, seed));
         buffer->set_tensor(a, file_bytes.data(), 0, file_bytes.size());
     }
     const std::byte *row(int64_t m, int64_t mat = 0) const {
@@ -430,6 +436,35 @@ TEST_P(RepackedMatMul, UngroupableRowsStayPlain) {
         const std::vector<std::byte> q =
             quantize_column(type, static_cast<const float *>(b->data) + K, K);
         EXPECT_EQ(got[size_t(M + m)], t.vec_dot(K, w.row(m), q.data())) << m;
+    }
+}
+
+// MXFP4's scales over the E8M0 range the products stay finite in, the subnormal 2^-128 and
+// 2^-127 (e = 0, 1) included, which the AVX2 tile builds from the exponent's bits.
+TEST(RepackedMxfp4, EveryExponentScalesAsTheReference) {
+    if (!cpu::has_repacked_layout(DType::MXFP4)) GTEST_SKIP() << "no integer kernels";
+    constexpr int64_t K = 32 * 16, M = 16;  // 256 blocks: exponents 0 .. 199 and again
+    std::vector<std::byte> bytes(size_t(M) * row_size(DType::MXFP4, K));
+    uint32_t state = 12345;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+        state = state * 1664525u + 1013904223u;
+        bytes[i] = std::byte(state >> 24);
+    }
+    for (size_t b = 0; b < bytes.size() / sizeof(quant::BlockMXFP4); ++b) {
+        bytes[b * sizeof(quant::BlockMXFP4)] = std::byte(b % 200);
+    }
+    const RepackedWeights w(DType::MXFP4, K, M, bytes);
+    for (int64_t n : {1, 8}) {  // the generation tile and a wide one
+        Context ctx({.mem_size = 4u << 20});
+        Tensor *b = random_f32(ctx, {K, n}, uint32_t(n + 40));
+        const std::vector<float> got = run_graph(ctx, mul_mat(ctx, w.a, b), 1);
+        for (int64_t j = 0; j < n; ++j) {
+            const float *x = static_cast<const float *>(b->data) + j * K;
+            for (int64_t m = 0; m < M; ++m) {
+                ASSERT_EQ(got[size_t(j * M + m)], expected_element(DType::MXFP4, w.row(m), x, K))
+                    << "n=" << n << " m=" << m << " j=" << j;
+            }
+        }
     }
 }
 
