@@ -141,9 +141,7 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
     constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockIQ4XS);
     constexpr size_t kQuants = 8 * kRepackRows;
     using Unit = std::conditional_t<kVnni, Ints, SignedUnit>;  // a unit's levels as multiplied
-    int8_t shifted[16];
-    for (int i = 0; i < 16; ++i) shifted[i] = int8_t(quant::kValuesIq4nl[i] + kOffset);
-    const CodeTable table(shifted);
+    const CodeTable table(quant::kValuesIq4nl, kOffset);
     Floats acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
     for (int64_t b = 0; b < n_blocks; ++b) {

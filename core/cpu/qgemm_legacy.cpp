@@ -107,8 +107,7 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
             if constexpr (G::kNibbles || kVnni) {
                 sum = dot_units<8, G::kMaxLevel>(sum, q, x);
             } else {
-#pragma GCC unroll 8
-                for (int t = 0; t < 8; ++t) sum = dot_s8s8(sum, SignedUnit::of(q[t]), x(t));
+                sum = dot_signed_units<8>(sum, q, x);
             }
             const Floats scale = dw * Floats::splat(load_f32(a + NC * kBlock + 4 * c));
             acc[c] = fmadd(Floats::from_ints(sum), scale, acc[c]);

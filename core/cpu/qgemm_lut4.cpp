@@ -111,20 +111,12 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
     for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
 }
 #else
-// The table plus kOffset.
-template <int kOffset>
-CodeTable offset_table(const int8_t *values) {
-    int8_t shifted[16];
-    for (int i = 0; i < 16; ++i) shifted[i] = int8_t(values[i] + kOffset);
-    return CodeTable(shifted);
-}
-
 struct Mxfp4 {
     static constexpr size_t kBlockBytes = sizeof(quant::BlockMXFP4);
     static constexpr size_t kScaleBytes = 1;  // per row, before the quants
     static constexpr int kOffset = 12;        // -12 is the table's least value
     static constexpr int kMaxLevel = 24;
-    static CodeTable table() { return offset_table<kOffset>(quant::kValuesMxfp4); }
+    static CodeTable table() { return CodeTable(quant::kValuesMxfp4, kOffset); }
     // The 16 rows' 2^(e - 128) (quant::e8m0_half_to_f32): the bits (e - 1) << 23 for e >= 2, the
     // subnormals (e + 1) << 21 for e < 2; the larger of the two as int32 is the one that applies.
     static Floats scales(const std::byte *w) {
@@ -140,7 +132,7 @@ struct Iq4nl {
     // The table's values are -127 .. 113: unsigned (+ 128) for VPDPBUSD, else signed.
     static constexpr int kOffset = kVnni ? 128 : 0;
     static constexpr int kMaxLevel = 241;
-    static CodeTable table() { return offset_table<kOffset>(quant::kValuesIq4nl); }
+    static CodeTable table() { return CodeTable(quant::kValuesIq4nl, kOffset); }
     static Floats scales(const std::byte *w) { return Floats::load_f16(w); }
 };
 
@@ -169,10 +161,7 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
             if constexpr (F::kOffset > 0) {
                 sum = dot_units<8, F::kMaxLevel>(sum, q, x);
             } else {
-                // (|q| and the signs once per column: precomputed per block, the 8 units' pairs
-                // spill AVX2's registers, 28-29 against 30-31 GB/s from DRAM.)
-#pragma GCC unroll 8
-                for (int t = 0; t < 8; ++t) sum = dot_s8s8(sum, SignedUnit::of(q[t]), x(t));
+                sum = dot_signed_units<8>(sum, q, x);
             }
             const Floats scale = dw * Floats::splat(load_f32(a + NC * kBlock + 4 * c));
             acc[c] = fmadd(Floats::from_ints(sum), scale, acc[c]);

@@ -202,8 +202,11 @@ inline Ints dot_u8s8(Ints acc, Ints u, Ints s) {
 // in every 16-byte lane; low(v) looks up the low nibble of each byte of v, high(v) the high one.
 class CodeTable {
   public:
-    explicit CodeTable(const int8_t *values) {
-        const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i *>(values));
+    // The values plus `offset` (wrapping: 241 is the byte 0xF1, as VPDPBUSD's unsigned side).
+    CodeTable(const int8_t *values, int offset) {
+        alignas(16) int8_t shifted[16];
+        for (int i = 0; i < 16; ++i) shifted[i] = int8_t(values[i] + offset);
+        const __m128i t = _mm_load_si128(reinterpret_cast<const __m128i *>(shifted));
 #if LOOM_QGEMM_512
         table_ = _mm512_broadcast_i32x4(t);
 #else
@@ -281,6 +284,14 @@ inline Ints signed_pair_sums(const SignedUnit &q, Ints s) {
 inline Ints dot_s8s8(Ints acc, const SignedUnit &q, Ints s) {
     if constexpr (kVnni) return dot_u8s8(acc, q.magnitude, q.signed_as_q(s));
     return dot_s16(acc, signed_pair_sums(q, s), Ints::splat32(0x00010001));
+}
+// acc + the sum over t < N of dot_s8s8(q[t], x(t)), the units' magnitudes and signs found per
+// call (held for a whole block, 8 units' pairs spill AVX2's registers).
+template <int N, typename X>
+[[gnu::always_inline]] inline Ints dot_signed_units(Ints acc, const Ints *q, X x) {
+#pragma GCC unroll 8
+    for (int t = 0; t < N; ++t) acc = dot_s8s8(acc, SignedUnit::of(q[t]), x(t));
+    return acc;
 }
 // Units of bytes u <= kMaxU whose VPMADDUBSW pair sums add up in int16 without overflow
 // (kMaxU = 15: 8 units).
