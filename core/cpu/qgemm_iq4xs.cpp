@@ -30,7 +30,8 @@ using quant::QK_K;
 constexpr int kSub = QK_K / quant::kLut4Block;  // sub-blocks per super-block
 // The table's values are -127 .. 113: unsigned (+ 128) for VPDPBUSD, else signed.
 constexpr int kOffset = kVnni ? 128 : 0;
-constexpr size_t kColumnBlock = QK_K + 4 + 4 * kSub;  // quants, d_a, -128 * sum(a) per sub-block
+constexpr size_t kColumnBlock =
+    QK_K + 4 + 4 * kSub;  // quants, d_a, -kOffset * sum(a) per sub-block
 
 void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *panel) {
     const auto *blocks = static_cast<const quant::BlockQ8K *>(act);

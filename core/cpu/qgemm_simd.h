@@ -250,7 +250,8 @@ inline Ints dot_s16(Ints acc, Ints a, Ints b) {
 }
 
 // Signed bytes q to multiply with signed bytes s in -127 .. 127, which VPMADDUBSW takes as |q|
-// (unsigned; 128 for -128) times s with q's sign: both found once per unit, for every column.
+// (unsigned; 128 for -128) times s with q's sign: both found once per unit where the registers
+// hold them for every column (qgemm_iq4xs.cpp), else per product (dot_signed_units).
 struct SignedUnit {
     Ints magnitude;  // |q|
     Ints sign;       // AVX2: q itself (VPSIGNB reads its signs); AVX-512: 0xFF where q < 0
