@@ -9,10 +9,11 @@
 //   mul_mat/<type>_n<N>/threads:<t>  block formats (Q4_0, Q8_0, Q4_K, Q6_K, MXFP4, IQ4_NL,
 //                                    IQ4_XS) next to F16, same shape
 //   mul_mat/<type>_n1_dram/...       weights of at least 1 GiB ([4096, M]), as read_bw's buffer
-//                                    (also Q4_1, Q5_0, Q5_1, Q2_K, Q3_K: per-row dot products)
-//   mul_mat/<type>_n1_l2/...         [4096, 256] weights inside one core's L2 (Q4_0, Q8_0, Q4_K,
-//                                    Q6_K): the generation kernel's compute rate; F16 and BF16
-//                                    on [4096, 64], grouped and _plain (the file's layout)
+//                                    (also Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K)
+//   mul_mat/<type>_n1_l2/...         [4096, 256] weights inside one core's L2 (Q4_0, Q8_0, the
+//                                    K-quants, IQ4_NL, IQ4_XS): the generation kernel's compute
+//                                    rate; F16 and BF16 on [4096, 64], grouped and _plain (the
+//                                    file's layout)
 //   layer_chain/q4_0/threads:<t>     the 112 products of a token of the 1B Llama in one graph
 //   flash_attn/<case>/threads:<t>    flash_attn_ext over 16 layers with the 1B Llama's heads (64
 //                                    wide, 32 query heads on 8 kv heads, causal mask) for a
@@ -373,6 +374,11 @@ LOOM_BENCH_MUL_MAT(q4_0_n1_l2, Q4_0, kDim, 256, 1);
 LOOM_BENCH_MUL_MAT(q8_0_n1_l2, Q8_0, kDim, 256, 1);
 LOOM_BENCH_MUL_MAT(q4_k_n1_l2, Q4_K, kDim, 256, 1);
 LOOM_BENCH_MUL_MAT(q6_k_n1_l2, Q6_K, kDim, 256, 1);
+LOOM_BENCH_MUL_MAT(q2_k_n1_l2, Q2_K, kDim, 256, 1);
+LOOM_BENCH_MUL_MAT(q3_k_n1_l2, Q3_K, kDim, 256, 1);
+LOOM_BENCH_MUL_MAT(q5_k_n1_l2, Q5_K, kDim, 256, 1);
+LOOM_BENCH_MUL_MAT(iq4_nl_n1_l2, IQ4_NL, kDim, 256, 1);
+LOOM_BENCH_MUL_MAT(iq4_xs_n1_l2, IQ4_XS, kDim, 256, 1);
 // The other legacy and K-quant formats: generation from DRAM, and the K-quants' prompt products.
 LOOM_BENCH_MUL_MAT(q2_k_n512, Q2_K, kDim, kDim, 512);
 LOOM_BENCH_MUL_MAT(q3_k_n512, Q3_K, kDim, kDim, 512);
@@ -382,6 +388,7 @@ LOOM_BENCH_MUL_MAT(q5_0_n1_dram, Q5_0, kDim, dram_rows(DType::Q5_0), 1);
 LOOM_BENCH_MUL_MAT(q5_1_n1_dram, Q5_1, kDim, dram_rows(DType::Q5_1), 1);
 LOOM_BENCH_MUL_MAT(q2_k_n1_dram, Q2_K, kDim, dram_rows(DType::Q2_K), 1);
 LOOM_BENCH_MUL_MAT(q3_k_n1_dram, Q3_K, kDim, dram_rows(DType::Q3_K), 1);
+LOOM_BENCH_MUL_MAT(q5_k_n1_dram, Q5_K, kDim, dram_rows(DType::Q5_K), 1);
 // The table-indexed 4-bit formats (gpt-oss's MXFP4 experts, IQ4_NL, IQ4_XS).
 LOOM_BENCH_MUL_MAT(mxfp4_n1, MXFP4, kDim, kDim, 1);
 LOOM_BENCH_MUL_MAT(iq4_nl_n1, IQ4_NL, kDim, kDim, 1);

@@ -120,21 +120,15 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
     for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
 }
 #else
-// The 16 rows' sub-block scales, ls - 32, as int32 lanes (quant::iq4xs_scale).
-void unpack_scales(const std::byte *w, Ints *scale) {
+// The 16 rows' scale of sub-block ib, ls - 32, as int32 lanes (quant::iq4xs_scale).
+inline Ints sub_block_scale(const std::byte *w, int ib) {
     constexpr size_t kHigh = 2 * kRepackRows, kLow = 4 * kRepackRows;
     const Ints high = Ints::widen_u16(w + kHigh);
-    const Ints low4 = Ints::splat32(0x0F), two = Ints::splat32(3), bias = Ints::splat32(32);
-    for (int i = 0; i < kSub / 2; ++i) {
-        const Ints low =
-            Ints::widen_u8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(w + kLow + 16 * i)));
-        for (int h = 0; h < 2; ++h) {
-            const int ib = 2 * i + h;
-            const Ints l = srli32(low, 4 * h) & low4;
-            const Ints hi = srli32(high, 2 * ib) & two;
-            scale[ib] = (l | slli32(hi, 4)) - bias;
-        }
-    }
+    const Ints low = Ints::widen_u8(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + kLow + 16 * (ib / 2))));
+    const Ints l = srli32(low, 4 * (ib % 2)) & Ints::splat32(0x0F);
+    const Ints hi = srli32(high, 2 * ib) & Ints::splat32(3);
+    return (l | slli32(hi, 4)) - Ints::splat32(32);
 }
 
 template <int NC>
@@ -148,14 +142,8 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * kGroupBlock;
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
-        Ints scale[kSub];
-        unpack_scales(w, scale);
-        Scale16 scale16[kVnni ? 1 : kSub];
-        if constexpr (!kVnni) {
-            for (int ib = 0; ib < kSub; ++ib) scale16[ib] = Scale16::of(scale[ib]);
-        }
         // Unit t of sub-block ib: elements 4t.. (t < 4, low nibbles) or 16 + 4(t - 4).. (high).
-        auto unit = [&](int ib, int t) [[gnu::always_inline]] {
+        auto unit = [&](const std::byte *w, int ib, int t) [[gnu::always_inline]] {
             const Ints v = Ints::load(w + kQuants + size_t(4 * ib + t % 4) * 64);
             const Ints q = t < 4 ? table.low(v) : table.high(v);
             if constexpr (kVnni) {
@@ -167,17 +155,21 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
         // Sub-block ib of column c, its scale applied: with VNNI from the unsigned units (the
         // panel's term takes the offset out), else from the signed ones, each unit's pair sums
         // times the scale (Scale16) by VPMADDWD.
-        auto add_sub_block = [&](Ints total, const Unit *q, int c, int ib) [[gnu::always_inline]] {
+        auto add_sub_block = [&](Ints total, auto q, int c, int ib,
+                                 Ints scale) [[gnu::always_inline]] {
             const std::byte *qa = a + c * QK_K + 32 * ib;
             auto x = [&](int t) { return Ints::broadcast32(qa + 4 * t); };
             if constexpr (kVnni) {
                 Ints s = Ints::broadcast32(a + NC * (QK_K + 4) + 4 * (kSub * c + ib));
                 s = dot_units<8, 241>(s, q, x);
-                return total + mullo32(s, scale[ib]);
+                return total + mullo32(s, scale);
             } else {
+                const Scale16 scale16 = Scale16::of(scale);
 #pragma GCC unroll 8
-                for (int t = 0; t < 8; ++t)
-                    total = dot_s16(total, signed_pair_sums(q[t], x(t)), scale16[ib].v);
+                for (int t = 0; t < 8; ++t) {
+                    total = dot_s16(total, signed_pair_sums(unit_at(q, t), x(t)), scale16.v);
+                    settle(total);  // in this order (qgemm_simd.h's pair_sums)
+                }
                 return total;
             }
         };
@@ -191,24 +183,39 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
 #pragma GCC unroll 8
             for (int ib = 0; ib < kSub; ++ib) {
                 prefetch_weights<kGroupBlock, NC, kSub>(w, ib);
-                Unit q[8];
+                // The scale and (one column) each unit found where they are used: a block's 8
+                // scales, or a sub-block's 8 units, held would take AVX2's registers.
+                const std::byte *wb = at(w);
+                const Ints scale = sub_block_scale(wb, ib);
+                if constexpr (NC == 1) {
+                    auto q = [&](int t) { return unit(wb, ib, t); };
+                    total[0] = add_sub_block(total[0], q, 0, ib, scale);
+                } else {
+                    Unit q[8];
 #pragma GCC unroll 8
-                for (int t = 0; t < 8; ++t) q[t] = unit(ib, t);
+                    for (int t = 0; t < 8; ++t) q[t] = unit(wb, ib, t);
 #pragma GCC unroll 12
-                for (int c = 0; c < NC; ++c) total[c] = add_sub_block(total[c], q, c, ib);
+                    for (int c = 0; c < NC; ++c) {
+                        total[c] = add_sub_block(total[c], +q, c, ib, scale);
+                    }
+                }
             }
             for (int c = 0; c < NC; ++c) finish(c, total[c]);
         } else {
             Unit q[8 * kSub];
+            Ints scale[kSub];
 #pragma GCC unroll 8
             for (int ib = 0; ib < kSub; ++ib) {
+                scale[ib] = sub_block_scale(w, ib);
 #pragma GCC unroll 8
-                for (int t = 0; t < 8; ++t) q[8 * ib + t] = unit(ib, t);
+                for (int t = 0; t < 8; ++t) q[8 * ib + t] = unit(w, ib, t);
             }
             for (int c = 0; c < NC; ++c) {
                 Ints total = Ints::zero();
 #pragma GCC unroll 8
-                for (int ib = 0; ib < kSub; ++ib) total = add_sub_block(total, q + 8 * ib, c, ib);
+                for (int ib = 0; ib < kSub; ++ib) {
+                    total = add_sub_block(total, &q[8 * ib], c, ib, scale[ib]);
+                }
                 finish(c, total);
             }
         }

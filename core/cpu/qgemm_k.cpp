@@ -85,38 +85,31 @@ void prepare(const void *act, int64_t n_blocks, int w, int slot, std::byte *pane
     }
 }
 
-// The 16 rows' 6-bit scales (as int32 lanes) and mins (as int16 pairs of sub-blocks 2i, 2i+1)
-// of one Q4_K group block, from its 12 scale bytes per row (ggml's get_scale_min_k4 packing).
-struct Q4KScales {
-    Scale16 scale[8];
-    Ints min_pairs[4];
-};
+inline __m128i load_rows(const std::byte *p) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+}
 
-inline Q4KScales unpack_q4k_scales(const std::byte *bytes) {
-    __m128i s[12];
-    for (int i = 0; i < 12; ++i) {
-        s[i] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes + 16 * i));
-    }
+// Sub-block j's 6-bit scales (kMins: mins) of the 16 rows of a Q4_K group block, one byte per row,
+// from its 12 scale bytes per row (ggml's get_scale_min_k4 packing; byte i of the 16 rows is at
+// 16 i).
+template <bool kMins>
+inline __m128i q4k_scale_bytes(const std::byte *bytes, int j) {
     const __m128i m6 = _mm_set1_epi8(63), m4 = _mm_set1_epi8(0x0F), top2 = _mm_set1_epi8(0x30);
-    __m128i sc[8], mn[8];
-    for (int j = 0; j < 4; ++j) {
-        sc[j] = _mm_and_si128(s[j], m6);
-        mn[j] = _mm_and_si128(s[j + 4], m6);
-    }
-    for (int j = 4; j < 8; ++j) {
-        // Bits 6-7 of bytes j-4 (scales) and j (mins) are bits 4-5 of scales and mins 4-7.
-        sc[j] = _mm_or_si128(_mm_and_si128(s[j + 4], m4),
-                             _mm_and_si128(_mm_srli_epi16(s[j - 4], 2), top2));
-        mn[j] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(s[j + 4], 4), m4),
-                             _mm_and_si128(_mm_srli_epi16(s[j], 2), top2));
-    }
-    Q4KScales out;
-    for (int j = 0; j < 8; ++j) out.scale[j] = Scale16::of(Ints::widen_u8(sc[j]));
-    for (int i = 0; i < 4; ++i) {
-        out.min_pairs[i] = Ints::widen_u8_pairs(_mm_unpacklo_epi8(mn[2 * i], mn[2 * i + 1]),
-                                                _mm_unpackhi_epi8(mn[2 * i], mn[2 * i + 1]));
-    }
-    return out;
+    auto byte = [&](int i) { return load_rows(bytes + 16 * i); };
+    if (j < 4) return _mm_and_si128(byte(kMins ? j + 4 : j), m6);
+    // Bits 6-7 of bytes j-4 (scales) and j (mins) are bits 4-5 of scales and mins 4-7.
+    const __m128i low = kMins ? _mm_srli_epi16(byte(j + 4), 4) : byte(j + 4);
+    return _mm_or_si128(_mm_and_si128(low, m4),
+                        _mm_and_si128(_mm_srli_epi16(byte(kMins ? j : j - 4), 2), top2));
+}
+inline Scale16 q4k_scale(const std::byte *bytes, int j) {
+    return Scale16::of(Ints::widen_u8(q4k_scale_bytes<false>(bytes, j)));
+}
+// The mins of sub-blocks 2i and 2i + 1 as int16 pairs.
+inline Ints q4k_min_pair(const std::byte *bytes, int i) {
+    const __m128i m0 = q4k_scale_bytes<true>(bytes, 2 * i);
+    const __m128i m1 = q4k_scale_bytes<true>(bytes, 2 * i + 1);
+    return Ints::widen_u8_pairs(_mm_unpacklo_epi8(m0, m1), _mm_unpackhi_epi8(m0, m1));
 }
 
 // Q4_K, and Q5_K (kFifthBit): the same sums, the levels 0..31 instead of 0..15.
@@ -130,13 +123,15 @@ struct Q4KUnits {
     static constexpr size_t kQuants = (kFifthBit ? 48 : 16) * kRepackRows;
     static constexpr int kMaxLevel = kFifthBit ? 31 : 15;
 
-    [[gnu::always_inline]] static Ints unit(const std::byte *w, const Ints *high, int j, int t) {
+    [[gnu::always_inline]] static Ints unit(const std::byte *w, int j, int t) {
         const Ints v = Ints::load(w + kQuants + size_t(8 * (j / 2) + t) * 64);
         Ints q = (j % 2 == 0 ? v : srli16(v, 4)) & Ints::splat8(0x0F);
         if constexpr (kFifthBit) {
             // Bit j of each qh byte to bit 4 (16-bit shifts: bit 4 of a byte comes from the same
-            // byte for shifts of at most 4 either way).
-            const Ints h = j <= 4 ? slli16(high[t], 4 - j) : srli16(high[t], j - 4);
+            // byte for shifts of at most 4 either way). Loaded per unit: held for the block, the
+            // 8 qh units would take AVX2's 16 registers.
+            const Ints high = Ints::load(w + kHigh + size_t(t) * 64);
+            const Ints h = j <= 4 ? slli16(high, 4 - j) : srli16(high, j - 4);
             q = q | (h & Ints::splat8(0x10));
         }
         return q;
@@ -152,21 +147,17 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
     for (int64_t b = 0; b < n_blocks; ++b) {
         const std::byte *w = group + size_t(b) * U::kGroupBlock;
         const std::byte *a = panel + size_t(b) * NC * col;
-        const Q4KScales scales = unpack_q4k_scales(w + U::kScales);
-        Ints high[8];
-        if constexpr (kFifthBit) {
-            for (int t = 0; t < 8; ++t) high[t] = Ints::load(w + U::kHigh + size_t(t) * 64);
-        }
+        const std::byte *scale_bytes = w + U::kScales;
         auto x = [&](int c, int j) {
             return [=](int t) { return Ints::broadcast32(a + c * QK_K + 4 * (8 * j + t)); };
         };
         // Column c's block into its float sum: the scaled sub-block sums, then the mins (the
         // block's scales are loaded here, not held in registers across the sums).
-        auto finish = [&](int c, Ints sumi) [[gnu::always_inline]] {
+        auto finish = [&](int c, Ints sumi, auto min_pair) [[gnu::always_inline]] {
             const Floats dw = Floats::load_f16(w), dmin = Floats::load_f16(w + 2 * kRepackRows);
             Ints mins = Ints::zero();
             for (int i = 0; i < 4; ++i) {
-                mins = dot_s16(mins, scales.min_pairs[i],
+                mins = dot_s16(mins, min_pair(i),
                                Ints::broadcast32(a + NC * (QK_K + 4) + 16 * c + 4 * i));
             }
             const float da = load_f32(a + NC * QK_K + 4 * c);
@@ -179,29 +170,43 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
 #pragma GCC unroll 8
             for (int j = 0; j < 8; ++j) {
                 prefetch_weights<U::kGroupBlock, NC, 8>(w, j);
-                Ints q[8];
+                const std::byte *wj = at(w);
+                const Scale16 scale = q4k_scale(wj + U::kScales, j);
+                if constexpr (NC == 1) {
+                    auto q = [&](int t) { return U::unit(wj, j, t); };
+                    sumi[0] = scaled_dot<8, U::kMaxLevel>(sumi[0], q, x(0, j), scale);
+                } else {
+                    Ints q[8];
 #pragma GCC unroll 8
-                for (int t = 0; t < 8; ++t) q[t] = U::unit(w, high, j, t);
+                    for (int t = 0; t < 8; ++t) q[t] = U::unit(wj, j, t);
 #pragma GCC unroll 12
-                for (int c = 0; c < NC; ++c) {
-                    sumi[c] = scaled_dot<8, U::kMaxLevel>(sumi[c], q, x(c, j), scales.scale[j]);
+                    for (int c = 0; c < NC; ++c) {
+                        sumi[c] = scaled_dot<8, U::kMaxLevel>(sumi[c], q, x(c, j), scale);
+                    }
                 }
             }
-            for (int c = 0; c < NC; ++c) finish(c, sumi[c]);
+            // The scales and mins found where they are used: with AVX2, a block's 8 scales and
+            // 4 min pairs held across the sums would take 24 of its 16 registers.
+            auto min_pair = [&](int i) { return q4k_min_pair(scale_bytes, i); };
+            for (int c = 0; c < NC; ++c) finish(c, sumi[c], min_pair);
         } else {
             Ints q[64];
+            Scale16 scales[8];
+            Ints min_pairs[4];
+            for (int j = 0; j < 8; ++j) scales[j] = q4k_scale(scale_bytes, j);
+            for (int i = 0; i < 4; ++i) min_pairs[i] = q4k_min_pair(scale_bytes, i);
 #pragma GCC unroll 8
             for (int j = 0; j < 8; ++j) {
 #pragma GCC unroll 8
-                for (int t = 0; t < 8; ++t) q[8 * j + t] = U::unit(w, high, j, t);
+                for (int t = 0; t < 8; ++t) q[8 * j + t] = U::unit(w, j, t);
             }
             for (int c = 0; c < NC; ++c) {
                 Ints sumi = Ints::zero();
 #pragma GCC unroll 8
                 for (int j = 0; j < 8; ++j) {
-                    sumi = scaled_dot<8, U::kMaxLevel>(sumi, q + 8 * j, x(c, j), scales.scale[j]);
+                    sumi = scaled_dot<8, U::kMaxLevel>(sumi, q + 8 * j, x(c, j), scales[j]);
                 }
-                finish(c, sumi);
+                finish(c, sumi, [&](int i) { return min_pairs[i]; });
             }
         }
     }
@@ -215,10 +220,6 @@ struct SubBlockScales {
     Scale16 scale[16];
     Ints pairs[8];
 };
-
-inline __m128i load_rows(const std::byte *p) {
-    return _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
-}
 
 // Q2_K: byte j of each row holds sub-block j's scale (low nibble) and min (high nibble).
 inline SubBlockScales unpack_q2k_scales(const std::byte *bytes) {
@@ -239,25 +240,28 @@ inline SubBlockScales unpack_q2k_scales(const std::byte *bytes) {
 // or high nibble of byte j % 8, its top two bits are bits 2(j / 4), 2(j / 4) + 1 of byte 8 + j % 4.
 // Bytes 0-3, 4-7 and 8-11 of the 16 rows are one vector each (16 rows per byte), so the 6-bit
 // values come out four scales to a vector, 16 bytes (rows) per scale.
-inline SubBlockScales unpack_q3k_scales(const std::byte *bytes) {
-    const Ints b0_3 = Ints::load(bytes), b4_7 = Ints::load(bytes + 64),
-               b8_11 = Ints::load(bytes + 128);
+inline Ints q3k_six_bit(const std::byte *bytes, int g) {  // scales 4g .. 4g + 3
     const Ints m4 = Ints::splat8(0x0F), m2 = Ints::splat8(3), m32 = Ints::splat8(32);
+    const Ints low = Ints::load(bytes + (g % 2 == 0 ? 0 : 64)), b8_11 = Ints::load(bytes + 128);
+    const Ints nibbles = (g < 2 ? low : srli16(low, 4)) & m4;
+    const Ints top = slli16((g == 0 ? b8_11 : srli16(b8_11, 2 * g)) & m2, 4);
+    return sub8(nibbles | top, m32);
+}
+// Two scales' int16 lanes as the pairs that multiply a sub-block pair's 16-sums.
+inline Ints int16_pairs(Ints first, Ints second) {
+    return (first & Ints::splat32(0xFFFF)) | slli32(second, 16);
+}
+inline SubBlockScales unpack_q3k_scales(const std::byte *bytes) {
     SubBlockScales out;
     Ints lanes[16];
-    for (int g = 0; g < 4; ++g) {  // scales 4g .. 4g + 3
-        const Ints low = g % 2 == 0 ? b0_3 : b4_7;
-        const Ints nibbles = (g < 2 ? low : srli16(low, 4)) & m4;
-        const Ints top = slli16((g == 0 ? b8_11 : srli16(b8_11, 2 * g)) & m2, 4);
-        const Ints six_bit = sub8(nibbles | top, m32);
+    for (int g = 0; g < 4; ++g) {
+        const Ints six_bit = q3k_six_bit(bytes, g);
         for (int k = 0; k < 4; ++k) {
             lanes[4 * g + k] = Ints::widen_i8(six_bit.quarter(k));
             out.scale[4 * g + k] = Scale16::of(lanes[4 * g + k]);
         }
     }
-    const Ints low16 = Ints::splat32(0xFFFF);
-    for (int i = 0; i < 8; ++i)
-        out.pairs[i] = (lanes[2 * i] & low16) | slli32(lanes[2 * i + 1], 16);
+    for (int i = 0; i < 8; ++i) out.pairs[i] = int16_pairs(lanes[2 * i], lanes[2 * i + 1]);
     return out;
 }
 
@@ -275,76 +279,92 @@ void tile_q3k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
         const std::byte *w = group + size_t(b) * kGroupBlock;
         const std::byte *a = panel + size_t(b) * NC * col;
         const std::byte *terms = a + NC * (QK_K + 4);
-        const SubBlockScales scales = unpack_q3k_scales(w + kScales);
-        // The levels are stored + 4: column c's sum starts at -4 * the scaled 16-sums.
-        auto start = [&](int c) [[gnu::always_inline]] {
-            Ints offset = Ints::zero();
-            for (int i = 0; i < 8; ++i) {
-                offset =
-                    dot_s16(offset, scales.pairs[i], Ints::broadcast32(terms + 4 * (8 * c + i)));
-            }
-            return Ints::zero() - slli32(offset, 2);
-        };
-        // Chunk `chunk` (elements 32 chunk .., sub-blocks 2 chunk, + 1) of column c.
-        auto add_chunk = [&](Ints sumi, const Ints *q, int c, int chunk) [[gnu::always_inline]] {
+        // Chunk `chunk` (elements 32 chunk .., sub-blocks 2 chunk, + 1) of column c, its units
+        // q (an array or a callable, qgemm_simd.h's unit_at).
+        auto add_chunk = [&](Ints sumi, auto q, int c, int chunk, Scale16 first_scale,
+                             Scale16 second_scale) [[gnu::always_inline]] {
             const std::byte *x = a + c * QK_K + 32 * chunk;
             auto first = [&](int t) { return Ints::broadcast32(x + 4 * t); };
             auto second = [&](int t) { return Ints::broadcast32(x + 16 + 4 * t); };
-            sumi = scaled_dot<4, 7>(sumi, q, first, scales.scale[2 * chunk]);
-            return scaled_dot<4, 7>(sumi, q + 4, second, scales.scale[2 * chunk + 1]);
+            sumi = scaled_dot<4, 7>(sumi, q, first, first_scale);
+            return scaled_dot<4, 7>(sumi, units_from(q, 4), second, second_scale);
         };
-        // dw: the block's scales, loaded after the sums where these hold every register.
-        auto finish = [&](int c, Ints sumi, Floats dw) [[gnu::always_inline]] {
+        // The levels are stored + 4: column c's sum ends less 4 * the scaled 16-sums (`offset`,
+        // sub-blocks 2i, 2i + 1 scaled by `pairs`). dw: the block's scales, loaded after the sums
+        // where these hold every register.
+        auto finish = [&](int c, Ints sumi, Ints offset, Floats dw) [[gnu::always_inline]] {
             const Floats da = Floats::splat(load_f32(a + NC * QK_K + 4 * c));
-            acc[c] = fmadd(Floats::from_ints(sumi), dw * da, acc[c]);
+            acc[c] = fmadd(Floats::from_ints(sumi - slli32(offset, 2)), dw * da, acc[c]);
         };
-        Ints high[8];
-        for (int t = 0; t < 8; ++t) high[t] = Ints::load(w + size_t(t) * 64);
-        // Unit t of chunk 4h + j: bits 2j, 2j + 1 of quant unit 8h + t, and bit 4h + j of hmask
-        // unit t to bit 2 (16-bit shifts: bit 2 of a byte comes from the same byte for shifts of
-        // at most 2 left or 5 right).
-        auto unit = [&](Ints v, int chunk, int t) [[gnu::always_inline]] {
+        auto add_offset = [&](Ints offset, Ints pairs, int c, int i) [[gnu::always_inline]] {
+            return dot_s16(offset, pairs, Ints::broadcast32(terms + 4 * (8 * c + i)));
+        };
+        // Unit t of chunk 4h + j: bits 2j, 2j + 1 of quant unit 8h + t (v), and bit 4h + j of
+        // hmask unit t (high) to bit 2 (16-bit shifts: bit 2 of a byte comes from the same byte
+        // for shifts of at most 2 left or 5 right).
+        auto unit = [&](Ints v, Ints high, int chunk) [[gnu::always_inline]] {
             const int j = chunk % 4;
-            const Ints hb = chunk <= 2 ? slli16(high[t], 2 - chunk) : srli16(high[t], chunk - 2);
+            const Ints hb = chunk <= 2 ? slli16(high, 2 - chunk) : srli16(high, chunk - 2);
             return ((j == 0 ? v : srli16(v, 2 * j)) & low2) | (hb & bit2);
         };
         if constexpr (kUnitsInRegisters<NC>) {
-            Ints sumi[NC];
-            for (int c = 0; c < NC; ++c) sumi[c] = start(c);
-#pragma GCC unroll 2
-            for (int h = 0; h < 2; ++h) {
-                Ints v[8];
-                for (int t = 0; t < 8; ++t) v[t] = Ints::load(w + kQuants + size_t(8 * h + t) * 64);
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; ++j) {
-                    const int chunk = 4 * h + j;
-                    prefetch_weights<kGroupBlock, NC, 8>(w, chunk);
-                    Ints q[8];
+            // Everything found where it is used, chunk by chunk: a block's 16 scales, 8 pairs and
+            // 16 hmask and quant vectors held across it would take AVX2's registers many times.
+            Ints sumi[NC], offset[NC];
+            for (int c = 0; c < NC; ++c) sumi[c] = offset[c] = Ints::zero();
 #pragma GCC unroll 8
-                    for (int t = 0; t < 8; ++t) q[t] = unit(v[t], chunk, t);
+            for (int chunk = 0; chunk < 8; ++chunk) {
+                prefetch_weights<kGroupBlock, NC, 8>(w, chunk);
+                const std::byte *wc = at(w);
+                const Ints six_bit = q3k_six_bit(wc + kScales, chunk / 2);
+                const Ints first = Ints::widen_i8(six_bit.quarter(2 * (chunk % 2)));
+                const Ints second = Ints::widen_i8(six_bit.quarter(2 * (chunk % 2) + 1));
+                const Ints pairs = int16_pairs(first, second);
+                auto q = [&](int t) [[gnu::always_inline]] {
+                    return unit(Ints::load(wc + kQuants + size_t(8 * (chunk / 4) + t) * 64),
+                                Ints::load(wc + size_t(t) * 64), chunk);
+                };
+                auto run = [&](auto units) [[gnu::always_inline]] {
 #pragma GCC unroll 12
-                    for (int c = 0; c < NC; ++c) sumi[c] = add_chunk(sumi[c], q, c, chunk);
+                    for (int c = 0; c < NC; ++c) {
+                        offset[c] = add_offset(offset[c], pairs, c, chunk);
+                        sumi[c] = add_chunk(sumi[c], units, c, chunk, Scale16::of(first),
+                                            Scale16::of(second));
+                    }
+                };
+                if constexpr (NC == 1) {
+                    run(q);
+                } else {
+                    Ints units[8];
+                    for (int t = 0; t < 8; ++t) units[t] = q(t);
+                    run(+units);
                 }
             }
             const Floats dw = Floats::load_f16(w + kD);
-            for (int c = 0; c < NC; ++c) finish(c, sumi[c], dw);
+            for (int c = 0; c < NC; ++c) finish(c, sumi[c], offset[c], dw);
         } else {
+            const SubBlockScales scales = unpack_q3k_scales(w + kScales);
             const Floats dw = Floats::load_f16(w + kD);
-            Ints q[64];
+            Ints high[8], q[64];
+            for (int t = 0; t < 8; ++t) high[t] = Ints::load(w + size_t(t) * 64);
 #pragma GCC unroll 8
             for (int chunk = 0; chunk < 8; ++chunk) {
 #pragma GCC unroll 8
                 for (int t = 0; t < 8; ++t) {
                     const Ints v = Ints::load(w + kQuants + size_t(8 * (chunk / 4) + t) * 64);
-                    q[8 * chunk + t] = unit(v, chunk, t);
+                    q[8 * chunk + t] = unit(v, high[t], chunk);
                 }
             }
             for (int c = 0; c < NC; ++c) {
-                Ints sumi = start(c);
+                Ints offset = Ints::zero();
+                for (int i = 0; i < 8; ++i) offset = add_offset(offset, scales.pairs[i], c, i);
+                Ints sumi = Ints::zero();
 #pragma GCC unroll 8
-                for (int chunk = 0; chunk < 8; ++chunk)
-                    sumi = add_chunk(sumi, q + 8 * chunk, c, chunk);
-                finish(c, sumi, dw);
+                for (int chunk = 0; chunk < 8; ++chunk) {
+                    sumi = add_chunk(sumi, q + 8 * chunk, c, chunk, scales.scale[2 * chunk],
+                                     scales.scale[2 * chunk + 1]);
+                }
+                finish(c, sumi, offset, dw);
             }
         }
     }

@@ -73,34 +73,24 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
         prefetch_weights<G::kBytes, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
         const Floats dw = Floats::load_f16(w);
-        Ints q[8];  // q[t]: elements 4t..4t+3 of the 16 rows
-        if constexpr (G::kNibbles) {
-            for (int t = 0; t < 4; ++t) {
-                const Ints v = Ints::load(w + G::kQuants + 64 * t);
-                q[t] = v & low4;
-                q[t + 4] = srli16(v, 4) & low4;
+        // Unit t: elements 4t..4t+3 of the 16 rows.
+        auto unit = [&](const std::byte *wb, int t) [[gnu::always_inline]] {
+            if constexpr (G::kNibbles) {
+                const Ints v = Ints::load(wb + G::kQuants + 64 * (t % 4));
+                Ints q = (t < 4 ? v : srli16(v, 4)) & low4;
+                if constexpr (G::kFifthBit) {
+                    // bit 8i + t of a row's word: element 4t + i, to bit 4 of byte i; bit 8i + 4
+                    // + t: element 16 + 4t + i (repack.cpp's order)
+                    const Ints h = Ints::load(wb + G::kFifthBits);
+                    q = q | ((t < 4 ? slli16(h, 4 - t) : srli16(h, t - 4)) & bit4);
+                }
+                return q;
+            } else {
+                const Ints q = Ints::load(wb + G::kQuants + 64 * t);
+                return kVnni ? q : q ^ Ints::splat8(int8_t(0x80));
             }
-            if constexpr (G::kFifthBit) {
-                // bit 8i + t of a row's word: element 4t + i, to bit 4 of byte i; bit 8i + 4 + t:
-                // element 16 + 4t + i (repack.cpp's order)
-                const Ints h = Ints::load(w + G::kFifthBits);
-                q[0] = q[0] | (slli16(h, 4) & bit4);
-                q[1] = q[1] | (slli16(h, 3) & bit4);
-                q[2] = q[2] | (slli16(h, 2) & bit4);
-                q[3] = q[3] | (slli16(h, 1) & bit4);
-                q[4] = q[4] | (h & bit4);
-                q[5] = q[5] | (srli16(h, 1) & bit4);
-                q[6] = q[6] | (srli16(h, 2) & bit4);
-                q[7] = q[7] | (srli16(h, 3) & bit4);
-            }
-        } else {
-            for (int t = 0; t < 8; ++t) {
-                q[t] = Ints::load(w + G::kQuants + 64 * t);
-                if constexpr (!kVnni) q[t] = q[t] ^ Ints::splat8(int8_t(0x80));
-            }
-        }
-#pragma GCC unroll 12
-        for (int c = 0; c < NC; ++c) {
+        };
+        auto column = [&](int c, auto q) [[gnu::always_inline]] {
             const std::byte *term = a + NC * (kBlock + 4) + 4 * c;
             Ints sum = G::kMin ? Ints::zero() : Ints::broadcast32(term);
             auto x = [&](int t) { return Ints::broadcast32(a + c * kBlock + 4 * t); };
@@ -115,6 +105,16 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
                 acc_min[c] = fmadd(Floats::load_f16(w + G::kMins), Floats::splat(load_f32(term)),
                                    acc_min[c]);
             }
+        };
+        if constexpr (NC == 1) {
+            // Each unit decoded where it is used: 8 held would take AVX2's 16 registers.
+            const std::byte *wb = at(w);
+            column(0, [&](int t) [[gnu::always_inline]] { return unit(wb, t); });
+        } else {
+            Ints q[8];
+            for (int t = 0; t < 8; ++t) q[t] = unit(w, t);
+#pragma GCC unroll 12
+            for (int c = 0; c < NC; ++c) column(c, +q);
         }
     }
     for (int c = 0; c < NC; ++c) {

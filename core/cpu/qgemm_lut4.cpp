@@ -147,15 +147,13 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
         const std::byte *w = group + size_t(b) * kGroupBlock;
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
-        Ints q[8];  // q[t]: elements 4t..4t+3 of the 16 rows, as table value + offset
-        for (int t = 0; t < 4; ++t) {
-            const Ints v = Ints::load(w + kQuants + 64 * t);
-            q[t] = table.low(v);
-            q[t + 4] = table.high(v);
-        }
+        // Unit t: elements 4t..4t+3 of the 16 rows, as table value + offset.
+        auto unit = [&](const std::byte *wb, int t) [[gnu::always_inline]] {
+            const Ints v = Ints::load(wb + kQuants + 64 * (t % 4));
+            return t < 4 ? table.low(v) : table.high(v);
+        };
         const Floats dw = F::scales(w);
-#pragma GCC unroll 12
-        for (int c = 0; c < NC; ++c) {
+        auto column = [&](int c, auto q) [[gnu::always_inline]] {
             auto x = [&](int t) { return Ints::broadcast32(a + c * kBlock + 4 * t); };
             Ints sum = Ints::broadcast32(a + NC * (kBlock + 4) + 4 * c);  // -offset * sum(a)
             if constexpr (F::kOffset > 0) {
@@ -165,6 +163,16 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
             }
             const Floats scale = dw * Floats::splat(load_f32(a + NC * kBlock + 4 * c));
             acc[c] = fmadd(Floats::from_ints(sum), scale, acc[c]);
+        };
+        if constexpr (NC == 1) {
+            // Each unit decoded where it is used: 8 held would take AVX2's 16 registers.
+            const std::byte *wb = at(w);
+            column(0, [&](int t) [[gnu::always_inline]] { return unit(wb, t); });
+        } else {
+            Ints q[8];
+            for (int t = 0; t < 8; ++t) q[t] = unit(w, t);
+#pragma GCC unroll 12
+            for (int c = 0; c < NC; ++c) column(c, +q);
         }
     }
     for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);

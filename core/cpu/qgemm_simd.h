@@ -8,6 +8,7 @@
 // Below them, the AVX-512 VNNI helpers of the table-indexed tiles (qgemm_lut4.cpp,
 // qgemm_iq4xs.cpp), whose unsigned bytes reach 241 and so need VPDPBUSD itself.
 #include <cstring>
+#include <type_traits>
 
 #include "core/cpu/qgemm.h"
 #include "core/cpu/repack.h"
@@ -180,6 +181,22 @@ LOOM_INTS_SHIFT(srli32, _mm256_srli_epi32)
 #undef LOOM_INTS_OP
 #undef LOOM_INTS_SHIFT
 
+// Code barriers for the streaming tiles, where GCC would otherwise hoist a whole block's loads
+// and decoding to its start, or re-associate its integer sums, and spill what does not fit AVX2's
+// 16 registers: `at(p)` hides where p points, so that loads through it happen where written;
+// `settle(v)` makes v computed here.
+inline const std::byte *at(const std::byte *p) {
+    asm volatile("" : "+r"(p));
+    return p;
+}
+inline void settle(Ints &v) {
+#if LOOM_QGEMM_512
+    asm("" : "+v"(v.v));
+#else
+    asm("" : "+x"(v.lo), "+x"(v.hi));
+#endif
+}
+
 // acc + the sum of the four products u * s of each lane's bytes, u unsigned and s signed: exact
 // for u <= 127 on any width, and up to 255 with VNNI (kVnni).
 inline Ints dot_u8s8(Ints acc, Ints u, Ints s) {
@@ -249,6 +266,25 @@ inline Ints dot_s16(Ints acc, Ints a, Ints b) {
 #endif
 }
 
+// The units of the dot products below: an array, or a callable that decodes unit t where it is
+// used (a streaming tile: decoded first, a sub-block's 8 units would take AVX2's 16 registers).
+template <typename Q>
+[[gnu::always_inline]] inline auto unit_at(const Q &q, int t) {
+    if constexpr (std::is_pointer_v<Q>) {
+        return q[t];
+    } else {
+        return q(t);
+    }
+}
+// Units t0, t0 + 1, .. of q, in the same form.
+template <typename Q>
+[[gnu::always_inline]] inline auto units_from(Q q, int t0) {
+    if constexpr (std::is_pointer_v<Q>) {
+        return q + t0;
+    } else {
+        return [=](int t) [[gnu::always_inline]] { return q(t0 + t); };
+    }
+}
 // Signed bytes q to multiply with signed bytes s in -127 .. 127, which VPMADDUBSW takes as |q|
 // (unsigned; 128 for -128) times s with q's sign: both found once per unit where the registers
 // hold them for every column (qgemm_iq4xs.cpp), else per product (dot_signed_units).
@@ -288,10 +324,13 @@ inline Ints dot_s8s8(Ints acc, const SignedUnit &q, Ints s) {
 }
 // acc + the sum over t < N of dot_s8s8(q[t], x(t)), the units' magnitudes and signs found per
 // call (held for a whole block, 8 units' pairs spill AVX2's registers).
-template <int N, typename X>
-[[gnu::always_inline]] inline Ints dot_signed_units(Ints acc, const Ints *q, X x) {
+template <int N, typename Q, typename X>
+[[gnu::always_inline]] inline Ints dot_signed_units(Ints acc, Q q, X x) {
 #pragma GCC unroll 8
-    for (int t = 0; t < N; ++t) acc = dot_s8s8(acc, SignedUnit::of(q[t]), x(t));
+    for (int t = 0; t < N; ++t) {
+        acc = dot_s8s8(acc, SignedUnit::of(unit_at(q, t)), x(t));
+        settle(acc);  // in this order (pair_sums)
+    }
     return acc;
 }
 // Units of bytes u <= kMaxU whose VPMADDUBSW pair sums add up in int16 without overflow
@@ -310,29 +349,33 @@ struct Scale16 {
 };
 
 // Pair sums of units t0 .. t0 + n - 1, in int16.
-template <typename X>
-inline Ints pair_sums(const Ints *u, X x, int t0, int n) {
+template <typename Q, typename X>
+[[gnu::always_inline]] inline Ints pair_sums(Q u, X x, int t0, int n) {
 #if LOOM_QGEMM_512
-    __m512i p = _mm512_maddubs_epi16(u[t0].v, x(t0).v);
+    __m512i p = _mm512_maddubs_epi16(unit_at(u, t0).v, x(t0).v);
     for (int t = t0 + 1; t < t0 + n; ++t)
-        p = _mm512_add_epi16(p, _mm512_maddubs_epi16(u[t].v, x(t).v));
+        p = _mm512_add_epi16(p, _mm512_maddubs_epi16(unit_at(u, t).v, x(t).v));
     return {p};
 #else
-    __m256i lo = _mm256_maddubs_epi16(u[t0].lo, x(t0).lo);
-    __m256i hi = _mm256_maddubs_epi16(u[t0].hi, x(t0).hi);
-    for (int t = t0 + 1; t < t0 + n; ++t) {
-        const Ints xt = x(t);
-        lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(u[t].lo, xt.lo));
-        hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(u[t].hi, xt.hi));
+    Ints sum = {};
+    for (int t = t0; t < t0 + n; ++t) {
+        const Ints ut = unit_at(u, t), xt = x(t);
+        const __m256i lo = _mm256_maddubs_epi16(ut.lo, xt.lo);
+        const __m256i hi = _mm256_maddubs_epi16(ut.hi, xt.hi);
+        sum = t == t0 ? Ints{lo, hi}
+                      : Ints{_mm256_add_epi16(sum.lo, lo), _mm256_add_epi16(sum.hi, hi)};
+        // In this order: GCC would otherwise find every product before the first add (it
+        // re-associates the sum) and spill them.
+        settle(sum);
     }
-    return {lo, hi};
+    return sum;
 #endif
 }
 
 // Without VNNI: acc + the pair sums of N units, kUnitsPerInt16 units at a time, each run widened
 // by one VPMADDWD against `pairs` (int16 multipliers, the same in both halves of a lane).
-template <int N, int kMaxU, typename X>
-[[gnu::always_inline]] inline Ints widen_pair_sums(Ints acc, const Ints *u, X x, Ints pairs) {
+template <int N, int kMaxU, typename Q, typename X>
+[[gnu::always_inline]] inline Ints widen_pair_sums(Ints acc, Q u, X x, Ints pairs) {
     constexpr int kRun = kUnitsPerInt16<kMaxU>;
     static_assert(kRun >= 1, "unsigned bytes above 127 need VNNI");
 #pragma GCC unroll 8
@@ -345,11 +388,11 @@ template <int N, int kMaxU, typename X>
 // Dot products of a row of units: acc + the sum over t < N of dot_u8s8(u[t], x(t)), unsigned
 // bytes u[t] <= kMaxU. Without VNNI the products' pair sums add up in int16 before one VPMADDWD
 // widens them: exact, and a third of the instructions of a unit at a time.
-template <int N, int kMaxU, typename X>
-[[gnu::always_inline]] inline Ints dot_units(Ints acc, const Ints *u, X x) {
+template <int N, int kMaxU, typename Q, typename X>
+[[gnu::always_inline]] inline Ints dot_units(Ints acc, Q u, X x) {
     if constexpr (kVnni) {
 #pragma GCC unroll 8
-        for (int t = 0; t < N; ++t) acc = dot_u8s8(acc, u[t], x(t));
+        for (int t = 0; t < N; ++t) acc = dot_u8s8(acc, unit_at(u, t), x(t));
         return acc;
     } else {
         return widen_pair_sums<N, kMaxU>(acc, u, x, Ints::splat32(0x00010001));
@@ -359,8 +402,8 @@ template <int N, int kMaxU, typename X>
 // acc + scale * (the sum of dot_units): with VNNI, the sum then VPDPWSSD where it fits in int16
 // (one unit, kMaxU <= 63), else VPMULLD (a scale >= 0 there); without, each run's int16 pair sums
 // times the scale by VPMADDWD.
-template <int N, int kMaxU, typename X>
-[[gnu::always_inline]] inline Ints scaled_dot(Ints acc, const Ints *u, X x, Scale16 scale) {
+template <int N, int kMaxU, typename Q, typename X>
+[[gnu::always_inline]] inline Ints scaled_dot(Ints acc, Q u, X x, Scale16 scale) {
     if constexpr (kVnni) {
         const Ints sum = dot_units<N, kMaxU>(Ints::zero(), u, x);
         if constexpr (N * 4 * kMaxU * 128 <= 32767) return dot_s16(acc, sum, scale.v);
