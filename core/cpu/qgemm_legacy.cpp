@@ -106,16 +106,7 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
                                    acc_min[c]);
             }
         };
-        if constexpr (NC == 1) {
-            // Each unit decoded where it is used: 8 held would take AVX2's 16 registers.
-            const std::byte *wb = at(w);
-            column(0, [&](int t) [[gnu::always_inline]] { return unit(wb, t); });
-        } else {
-            Ints q[8];
-            for (int t = 0; t < 8; ++t) q[t] = unit(w, t);
-#pragma GCC unroll 12
-            for (int c = 0; c < NC; ++c) column(c, +q);
-        }
+        for_columns<NC>(w, unit, column);
     }
     for (int c = 0; c < NC; ++c) {
         if constexpr (G::kMin) acc[c] = acc[c] + acc_min[c];

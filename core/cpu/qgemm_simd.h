@@ -285,6 +285,22 @@ template <typename Q>
         return [=](int t) [[gnu::always_inline]] { return q(t0 + t); };
     }
 }
+// column(c, units) for each of a tile's NC columns over a block's 8 units, unit(wb, t) decoding
+// unit t of the block at wb: for one column each unit where its product uses it (8 held would take
+// AVX2's 16 registers), for more once for all columns.
+template <int NC, typename Unit, typename Column>
+[[gnu::always_inline]] inline void for_columns(const std::byte *w, Unit unit, Column column) {
+    if constexpr (NC == 1) {
+        const std::byte *wb = at(w);
+        column(0, [&](int t) [[gnu::always_inline]] { return unit(wb, t); });
+    } else {
+        Ints q[8];
+        for (int t = 0; t < 8; ++t) q[t] = unit(w, t);
+#pragma GCC unroll 12
+        for (int c = 0; c < NC; ++c) column(c, +q);
+    }
+}
+
 // Signed bytes q to multiply with signed bytes s in -127 .. 127, which VPMADDUBSW takes as |q|
 // (unsigned; 128 for -128) times s with q's sign: both found once per unit where the registers
 // hold them for every column (qgemm_iq4xs.cpp), else per product (dot_signed_units).
