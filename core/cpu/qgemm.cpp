@@ -28,6 +28,7 @@ ScratchLayout scratch_layout(const Format &f, int64_t k) {
     ScratchLayout l{};
     l.act = round_up(size_t(k) * sizeof(float), 64);
     l.out = l.act + round_up(row_size(f.act_type, k), 64);
+    static_assert(kStreamGroups <= kPanel, "a tile's sums fit `out`");
     l.bytes = l.out + size_t(kPanel * kGroupRows) * sizeof(float);
     return l;
 }
@@ -147,8 +148,17 @@ void multiply_groups(const gemm::Job &job, const Format &f, int64_t K, int64_t g
         for (int64_t j0 = 0; j0 < job.n; j0 += kPanel) {
             const int nc = int(std::min<int64_t>(kPanel, job.n - j0));
             const std::byte *panel = panels + size_t(j0) * col_bytes;
-            for (int64_t g = gb; g < ge; ++g) {
-                f.tiles[size_t(nc - 1)](job.a + size_t(g) * group_bytes, n_blocks, panel, out);
+            int64_t g = gb;
+            if (nc == 1 && f.streams) {
+                // One column: consecutive groups' sums are consecutive in its row.
+                for (; g + kStreamGroups <= ge; g += kStreamGroups) {
+                    f.streams(job.a + size_t(g) * group_bytes, group_bytes, n_blocks, panel, out);
+                    std::memcpy(job.cols.dst_row(j0) + g * kGroupRows, out,
+                                kStreamGroups * kGroupRows * sizeof(float));
+                }
+            }
+            for (; g < ge; ++g) {
+                f.tiles[size_t(nc - 1)](job.a + size_t(g) * group_bytes, 0, n_blocks, panel, out);
                 for (int c = 0; c < nc; ++c) {
                     std::memcpy(job.cols.dst_row(j0 + c) + g * kGroupRows, out + c * kGroupRows,
                                 kGroupRows * sizeof(float));

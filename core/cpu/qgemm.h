@@ -38,15 +38,31 @@ inline constexpr int kGroupRows = 16;  // rows per tile: 16 int32 lanes (qgemm_s
 
 // A panel of width w stores, per block b of the columns, at b * w * column_block_bytes():
 //   [w][block] int8 quants | [w] float scales d_a | [w][extra] int32 per-format terms
-using Tile = void (*)(const std::byte *group, int64_t n_blocks, const std::byte *panel,
-                      float *out);  // out: [nc][16] sums of the group's rows and the nc columns
+// A tile multiplies one group of 16 rows, or several `stride` bytes apart (Format::streams), with
+// the panel's nc columns; out: [groups][nc][16] sums of the groups' rows and the columns.
+using Tile = void (*)(const std::byte *group, size_t stride, int64_t n_blocks,
+                      const std::byte *panel, float *out);
+
+// Inlines a lambda where it is called. (`[[gnu::always_inline]]` after a lambda's parameters
+// appertains to its type, which GCC 12 ignores, silently in a template; this applies to the call
+// operator.)
+#define LOOM_INLINE_LAMBDA __attribute__((always_inline))
+
+// Generation reads kStreamGroups groups in lockstep, block b of each in turn: two streams of
+// weights in flight per core rather than one, as the read loop that sets the bound reads four
+// (bench/read_loop.h). Which groups a tile computes together changes no bit of any. On a Zen 2
+// EPYC (AVX2, 2 cores), 1 GiB n = 1 products, alternating: Q4_0 one thread 13.7-14.3 -> 16.9-17.5
+// GB/s, two 24.4-25.8 -> 28.7-29.2, against a read loop of 37.5 (docs/PERFORMANCE.md).
+inline constexpr int kStreamGroups = 2;
+
 struct Format {
     DType act_type = DType::Q8_0;  // what each column is quantized to
     int block = 0;                 // elements per block of the weights and of act_type
     int extra = 0;                 // int32 terms per column per block
     // Writes n_blocks activation blocks of act_type into slot `slot` of a panel of width w.
     void (*prepare)(const void *act, int64_t n_blocks, int w, int slot, std::byte *panel) = nullptr;
-    std::array<Tile, kPanel> tiles{};  // tiles[nc - 1] multiplies nc columns
+    std::array<Tile, kPanel> tiles{};  // tiles[nc - 1]: one group, nc columns
+    Tile streams = nullptr;            // kStreamGroups groups, one column
 
     size_t column_block_bytes() const { return size_t(block) + 4 + 4 * size_t(extra); }
 };
@@ -80,6 +96,20 @@ template <size_t kBytes, int NC, int kParts = 1>
         // every part back at the block's start, and does not move instructions across this.
         for (size_t l = first; l < last; ++l) {
             asm volatile("prefetcht0 %0" : : "m"(w[kStreamAhead + 64 * l]));
+        }
+    }
+}
+
+// The block-after-block walk of a tile over NG groups `stride` bytes apart, in lockstep:
+// body(g, w, b) for block b of group g, at w. The body is a lambda marked LOOM_INLINE_LAMBDA, so
+// that a wide tile's block stays one schedule with its loop.
+template <int NG, size_t kBlockBytes, typename Body>
+[[gnu::always_inline]] inline void for_blocks(const std::byte *group, size_t stride,
+                                              int64_t n_blocks, Body body) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+#pragma GCC unroll 4
+        for (int g = 0; g < NG; ++g) {
+            body(g, group + size_t(g) * stride + size_t(b) * kBlockBytes, b);
         }
     }
 }

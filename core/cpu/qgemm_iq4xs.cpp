@@ -68,17 +68,17 @@ void unpack_scales(const std::byte *w, __m512i *scale) {
     }
 }
 
-template <int NC>
-void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+template <int NC, int NG = 1>
+void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
+          float *out) {
     constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockIQ4XS);
     constexpr size_t kQuants = 8 * kRepackRows;
     uint8_t shifted[16];
     for (int i = 0; i < 16; ++i) shifted[i] = uint8_t(quant::kValuesIq4nl[i] + kOffset);
     const NibbleTable table(shifted);
-    __m512 acc[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte *w = group + size_t(b) * kGroupBlock;
+    __m512 sums[NG][NC]{};
+    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+        __m512 *acc = sums[g];
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
         __m512i scale[kSub];
         unpack_scales(w, scale);
@@ -97,8 +97,9 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
 #pragma GCC unroll 12
             for (int c = 0; c < NC; ++c) {
                 const std::byte *qa = a + c * QK_K + 32 * ib;
-                // Generation: two chains of 4 for the latency (integer sums: the split changes no
-                // bit); wide panels have independent columns enough, and no registers to spare.
+                // Generation: two chains of 4 for the latency (integer sums: the split changes
+                // no bit); wide panels have independent columns enough, and no registers to
+                // spare.
                 __m512i s = broadcast_i32(a + NC * (QK_K + 4) + 4 * (kSub * c + ib));
                 __m512i s_high = _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -116,8 +117,11 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
             const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(load_f32(a + NC * QK_K + 4 * c)));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[c]), d, acc[c]);
         }
+    };
+    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, block);
+    for (int g = 0; g < NG; ++g) {
+        for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + (g * NC + c) * kGroupRows, sums[g][c]);
     }
-    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
 }
 #else
 // The 16 rows' scale of sub-block ib, ls - 32, as int32 lanes (quant::iq4xs_scale).
@@ -131,16 +135,16 @@ inline Ints sub_block_scale(const std::byte *w, int ib) {
     return (l | slli32(hi, 4)) - Ints::splat32(32);
 }
 
-template <int NC>
-void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+template <int NC, int NG = 1>
+void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
+          float *out) {
     constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockIQ4XS);
     constexpr size_t kQuants = 8 * kRepackRows;
     using Unit = std::conditional_t<kVnni, Ints, SignedUnit>;  // a unit's levels as multiplied
     const CodeTable table(quant::kValuesIq4nl, kOffset);
-    Floats acc[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte *w = group + size_t(b) * kGroupBlock;
+    Floats sums[NG][NC]{};
+    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+        Floats *acc = group_sums(sums, g);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
         // Unit t of sub-block ib: elements 4t.. (t < 4, low nibbles) or 16 + 4(t - 4).. (high).
         auto unit = [&](const std::byte *w, int ib, int t) [[gnu::always_inline]] {
@@ -219,8 +223,9 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
                 finish(c, total);
             }
         }
-    }
-    for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
+    };
+    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, block);
+    store_sums(sums, out);
 }
 #endif
 
@@ -235,7 +240,8 @@ const Format kFormatIQ4_XS{.act_type = DType::Q8_K,
                            .block = QK_K,
                            .extra = kSub,
                            .prepare = prepare,
-                           .tiles = tiles(std::make_index_sequence<kPanel>())};
+                           .tiles = tiles(std::make_index_sequence<kPanel>()),
+                           .streams = tile<1, kStreamGroups>};
 #else
 const Format kFormatIQ4_XS{};
 #endif

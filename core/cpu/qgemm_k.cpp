@@ -138,14 +138,14 @@ struct Q4KUnits {
     }
 };
 
-template <bool kFifthBit, int NC>
-void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+template <bool kFifthBit, int NC, int NG = 1>
+void tile_q4k(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
+              float *out) {
     using U = Q4KUnits<kFifthBit>;
     const size_t col = column_block<Q4KTerms>();
-    Floats acc[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte *w = group + size_t(b) * U::kGroupBlock;
+    Floats sums[NG][NC]{};
+    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+        Floats *acc = group_sums(sums, g);
         const std::byte *a = panel + size_t(b) * NC * col;
         const std::byte *scale_bytes = w + U::kScales;
         auto x = [&](int c, int j) {
@@ -209,8 +209,9 @@ void tile_q4k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
                 finish(c, sumi, [&](int i) { return min_pairs[i]; });
             }
         }
-    }
-    for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
+    };
+    for_blocks<NG, U::kGroupBlock>(group, stride, n_blocks, block);
+    store_sums(sums, out);
 }
 
 // The 16 sub-block scales of a Q2_K or Q3_K group block (int16 in each row's lane, Scale16), and
@@ -267,16 +268,16 @@ inline SubBlockScales unpack_q3k_scales(const std::byte *bytes) {
 
 // Q3_K, whose levels are 0..7 less 4 (the third bit from hmask): per super-block the exact
 // integer sum of levels times scales, -4 * scale * 16-sum included, then one fma.
-template <int NC>
-void tile_q3k(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+template <int NC, int NG = 1>
+void tile_q3k(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
+              float *out) {
     constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ3K);
     constexpr size_t kQuants = 32 * kRepackRows, kScales = 96 * kRepackRows, kD = 108 * kRepackRows;
     const size_t col = column_block<SubBlockPairTerms>();
     const Ints low2 = Ints::splat8(3), bit2 = Ints::splat8(4);
-    Floats acc[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte *w = group + size_t(b) * kGroupBlock;
+    Floats sums[NG][NC]{};
+    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+        Floats *acc = group_sums(sums, g);
         const std::byte *a = panel + size_t(b) * NC * col;
         const std::byte *terms = a + NC * (QK_K + 4);
         // Chunk `chunk` (elements 32 chunk .., sub-blocks 2 chunk, + 1) of column c, its units
@@ -290,8 +291,8 @@ void tile_q3k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
             return scaled_dot<4, 7>(sumi, units_from(q, 4), second, second_scale);
         };
         // The levels are stored + 4: column c's sum ends less 4 * the scaled 16-sums (`offset`,
-        // sub-blocks 2i, 2i + 1 scaled by `pairs`). dw: the block's scales, loaded after the sums
-        // where these hold every register.
+        // sub-blocks 2i, 2i + 1 scaled by `pairs`). dw: the block's scales, loaded after the
+        // sums where these hold every register.
         auto finish = [&](int c, Ints sumi, Ints offset, Floats dw) [[gnu::always_inline]] {
             const Floats da = Floats::splat(load_f32(a + NC * QK_K + 4 * c));
             acc[c] = fmadd(Floats::from_ints(sumi - slli32(offset, 2)), dw * da, acc[c]);
@@ -308,8 +309,9 @@ void tile_q3k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
             return ((j == 0 ? v : srli16(v, 2 * j)) & low2) | (hb & bit2);
         };
         if constexpr (kUnitsInRegisters<NC>) {
-            // Everything found where it is used, chunk by chunk: a block's 16 scales, 8 pairs and
-            // 16 hmask and quant vectors held across it would take AVX2's registers many times.
+            // Everything found where it is used, chunk by chunk: a block's 16 scales, 8 pairs
+            // and 16 hmask and quant vectors held across it would take AVX2's registers many
+            // times.
             Ints sumi[NC], offset[NC];
             for (int c = 0; c < NC; ++c) sumi[c] = offset[c] = Ints::zero();
 #pragma GCC unroll 8
@@ -367,8 +369,9 @@ void tile_q3k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
                 finish(c, sumi, offset, dw);
             }
         }
-    }
-    for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
+    };
+    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, block);
+    store_sums(sums, out);
 }
 
 // Q2_K and Q6_K in the float order of ggml's AVX2 ggml_vec_dot_q2_K_q8_K and _q6_K_q8_K, the
@@ -381,16 +384,14 @@ void tile_q3k(const std::byte *group, int64_t n_blocks, const std::byte *panel, 
 // The scales multiply in 16 bits: a unit's product sum (4 * 63 * 128 at most) and a Q8_K 16-sum
 // fit in int16, so VPDPWSSD (or VPMADDWD on the pair sums, scaled_dot) adds exactly sum * scale
 // to the lane, one instruction instead of VPMULLD's two and an add.
-template <typename Decoded, int NC>
-void tile_lanes(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+template <typename Decoded, int NC, int NG = 1>
+void tile_lanes(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
+                float *out) {
     using Terms = typename Decoded::Terms;
     const size_t col = column_block<Terms>();
-    Floats acc[NC][8];
-    for (int c = 0; c < NC; ++c) {
-        for (int m = 0; m < 8; ++m) acc[c][m] = Floats::zero();
-    }
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte *w = group + size_t(b) * Decoded::kGroupBlock;
+    Floats lanes[NG][NC][8]{};  // ggml's 8 float accumulators per row
+    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+        auto &acc = lanes[g];
         const std::byte *a = panel + size_t(b) * NC * col;
         auto terms = [&](int c) { return a + NC * (QK_K + 4) + 4 * Terms::kCount * c; };
         const Decoded block(w);
@@ -440,11 +441,15 @@ void tile_lanes(const std::byte *group, int64_t n_blocks, const std::byte *panel
                 }
             }
         }
-    }
-    for (int c = 0; c < NC; ++c) {
-        const Floats sum = ((acc[c][0] + acc[c][4]) + (acc[c][2] + acc[c][6])) +
-                           ((acc[c][1] + acc[c][5]) + (acc[c][3] + acc[c][7]));
-        sum.store(out + c * kGroupRows);
+    };
+    for_blocks<NG, Decoded::kGroupBlock>(group, stride, n_blocks, block);
+    for (int g = 0; g < NG; ++g) {
+        for (int c = 0; c < NC; ++c) {
+            const Floats *acc = lanes[g][c];
+            const Floats sum =
+                ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+            sum.store(out + (g * NC + c) * kGroupRows);
+        }
     }
 }
 
@@ -549,21 +554,28 @@ constexpr auto kPanelWidths = std::make_index_sequence<kPanel>();
 
 // Every K-quant takes Q8_K columns, with its own terms per block.
 template <typename Terms>
-constexpr Format q8k_format(std::array<Tile, kPanel> tiles) {
+constexpr Format q8k_format(std::array<Tile, kPanel> tiles, Tile streams) {
     return {.act_type = DType::Q8_K,
             .block = QK_K,
             .extra = Terms::kCount,
             .prepare = prepare<Terms>,
-            .tiles = tiles};
+            .tiles = tiles,
+            .streams = streams};
 }
 
 }  // namespace
 
-const Format kFormatQ2_K = q8k_format<SubBlockPairTerms>(lane_tiles<Q2KDecoded>(kPanelWidths));
-const Format kFormatQ3_K = q8k_format<SubBlockPairTerms>(q3k_tiles(kPanelWidths));
-const Format kFormatQ4_K = q8k_format<Q4KTerms>(q4k_tiles<false>(kPanelWidths));
-const Format kFormatQ5_K = q8k_format<Q4KTerms>(q4k_tiles<true>(kPanelWidths));
-const Format kFormatQ6_K = q8k_format<Q6KTerms>(lane_tiles<Q6KDecoded>(kPanelWidths));
+// Q2_K and Q3_K compute more slowly than one stream reads (docs/PERFORMANCE.md): a second stream
+// only adds misses (Zen 2, 1 GiB, two threads: Q2_K 19.0 -> 16.1 GB/s, Q3_K 21.2 -> 18.4).
+const Format kFormatQ2_K =
+    q8k_format<SubBlockPairTerms>(lane_tiles<Q2KDecoded>(kPanelWidths), nullptr);
+const Format kFormatQ3_K = q8k_format<SubBlockPairTerms>(q3k_tiles(kPanelWidths), nullptr);
+const Format kFormatQ4_K =
+    q8k_format<Q4KTerms>(q4k_tiles<false>(kPanelWidths), tile_q4k<false, 1, kStreamGroups>);
+const Format kFormatQ5_K =
+    q8k_format<Q4KTerms>(q4k_tiles<true>(kPanelWidths), tile_q4k<true, 1, kStreamGroups>);
+const Format kFormatQ6_K = q8k_format<Q6KTerms>(lane_tiles<Q6KDecoded>(kPanelWidths),
+                                                tile_lanes<Q6KDecoded, 1, kStreamGroups>);
 #else
 const Format kFormatQ2_K{}, kFormatQ3_K{}, kFormatQ4_K{}, kFormatQ5_K{}, kFormatQ6_K{};
 #endif

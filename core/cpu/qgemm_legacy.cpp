@@ -59,17 +59,16 @@ struct GroupBlock {
     static constexpr int kMaxLevel = !kNibbles ? 255 : kFifthBit ? 31 : 15;
 };
 
-template <int NC, Legacy F>
-void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+template <Legacy F, int NC, int NG = 1>
+void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
+          float *out) {
     using G = GroupBlock<F>;
     const Ints low4 = Ints::splat8(0x0F);
     const Ints bit4 = Ints::splat8(0x10);
-    Floats acc[NC];
-    Floats acc_min[G::kMin ? NC : 1];  // the minimums' terms, summed apart as ggml does
-    for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
-    for (Floats &a : acc_min) a = Floats::zero();
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte *w = group + size_t(b) * G::kBytes;
+    Floats sums[NG][NC]{};
+    Floats sums_min[NG][G::kMin ? NC : 1]{};  // the minimums' terms, summed apart as ggml does
+    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+        Floats *acc = sums[g], *acc_min = sums_min[g];
         prefetch_weights<G::kBytes, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
         const Floats dw = Floats::load_f16(w);
@@ -79,7 +78,8 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
                 const Ints v = Ints::load(wb + G::kQuants + 64 * (t % 4));
                 Ints q = (t < 4 ? v : srli16(v, 4)) & low4;
                 if constexpr (G::kFifthBit) {
-                    // bit 8i + t of a row's word: element 4t + i, to bit 4 of byte i; bit 8i + 4
+                    // bit 8i + t of a row's word: element 4t + i, to bit 4 of byte i; bit 8i +
+                    // 4
                     // + t: element 16 + 4t + i (repack.cpp's order)
                     const Ints h = Ints::load(wb + G::kFifthBits);
                     q = q | ((t < 4 ? slli16(h, 4 - t) : srli16(h, t - 4)) & bit4);
@@ -107,16 +107,19 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
             }
         };
         for_columns<NC>(w, unit, column);
+    };
+    for_blocks<NG, G::kBytes>(group, stride, n_blocks, block);
+    if constexpr (G::kMin) {
+        for (int g = 0; g < NG; ++g) {
+            for (int c = 0; c < NC; ++c) sums[g][c] = sums[g][c] + sums_min[g][c];
+        }
     }
-    for (int c = 0; c < NC; ++c) {
-        if constexpr (G::kMin) acc[c] = acc[c] + acc_min[c];
-        acc[c].store(out + c * kGroupRows);
-    }
+    store_sums(sums, out);
 }
 
 template <Legacy F, size_t... I>
 constexpr std::array<Tile, kPanel> tiles(std::index_sequence<I...>) {
-    return {tile<int(I) + 1, F>...};
+    return {tile<F, int(I) + 1>...};
 }
 constexpr auto kPanelWidths = std::make_index_sequence<kPanel>();
 
@@ -126,27 +129,32 @@ const Format kFormatQ4_0{.act_type = DType::Q8_0,
                          .block = kBlock,
                          .extra = 1,
                          .prepare = prepare<8>,
-                         .tiles = tiles<Legacy::q4_0>(kPanelWidths)};
+                         .tiles = tiles<Legacy::q4_0>(kPanelWidths),
+                         .streams = tile<Legacy::q4_0, 1, kStreamGroups>};
 const Format kFormatQ4_1{.act_type = DType::Q8_1,
                          .block = kBlock,
                          .extra = 1,
                          .prepare = prepare_q8_1,
-                         .tiles = tiles<Legacy::q4_1>(kPanelWidths)};
+                         .tiles = tiles<Legacy::q4_1>(kPanelWidths),
+                         .streams = tile<Legacy::q4_1, 1, kStreamGroups>};
 const Format kFormatQ5_0{.act_type = DType::Q8_0,
                          .block = kBlock,
                          .extra = 1,
                          .prepare = prepare<16>,
-                         .tiles = tiles<Legacy::q5_0>(kPanelWidths)};
+                         .tiles = tiles<Legacy::q5_0>(kPanelWidths),
+                         .streams = tile<Legacy::q5_0, 1, kStreamGroups>};
 const Format kFormatQ5_1{.act_type = DType::Q8_1,
                          .block = kBlock,
                          .extra = 1,
                          .prepare = prepare_q8_1,
-                         .tiles = tiles<Legacy::q5_1>(kPanelWidths)};
+                         .tiles = tiles<Legacy::q5_1>(kPanelWidths),
+                         .streams = tile<Legacy::q5_1, 1, kStreamGroups>};
 const Format kFormatQ8_0{.act_type = DType::Q8_0,
                          .block = kBlock,
                          .extra = 1,
                          .prepare = prepare<kQ8Offset>,
-                         .tiles = tiles<Legacy::q8_0>(kPanelWidths)};
+                         .tiles = tiles<Legacy::q8_0>(kPanelWidths),
+                         .streams = tile<Legacy::q8_0, 1, kStreamGroups>};
 #else
 const Format kFormatQ4_0{}, kFormatQ4_1{}, kFormatQ5_0{}, kFormatQ5_1{}, kFormatQ8_0{};
 #endif

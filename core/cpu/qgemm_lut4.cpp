@@ -72,15 +72,15 @@ struct Iq4nl {
     }
 };
 
-template <typename F, int NC>
-void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+template <typename F, int NC, int NG = 1>
+void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
+          float *out) {
     constexpr size_t kGroupBlock = kRepackRows * F::kBlockBytes;
     constexpr size_t kQuants = kRepackRows * F::kScaleBytes;
     const NibbleTable table = F::table();
-    __m512 acc[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte *w = group + size_t(b) * kGroupBlock;
+    __m512 sums[NG][NC]{};
+    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+        __m512 *acc = sums[g];
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
         const __m512 dw = F::scales(w);
@@ -107,8 +107,11 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
             const __m512 scale = F::times(dw, load_f32(a + NC * kBlock + 4 * c));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[c]);
         }
+    };
+    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, block);
+    for (int g = 0; g < NG; ++g) {
+        for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + (g * NC + c) * kGroupRows, sums[g][c]);
     }
-    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + c * kGroupRows, acc[c]);
 }
 #else
 struct Mxfp4 {
@@ -136,15 +139,15 @@ struct Iq4nl {
     static Floats scales(const std::byte *w) { return Floats::load_f16(w); }
 };
 
-template <typename F, int NC>
-void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, float *out) {
+template <typename F, int NC, int NG = 1>
+void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
+          float *out) {
     constexpr size_t kGroupBlock = kRepackRows * F::kBlockBytes;
     constexpr size_t kQuants = kRepackRows * F::kScaleBytes;
     const CodeTable table = F::table();
-    Floats acc[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = Floats::zero();
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte *w = group + size_t(b) * kGroupBlock;
+    Floats sums[NG][NC]{};
+    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+        Floats *acc = sums[g];
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
         // Unit t: elements 4t..4t+3 of the 16 rows, as table value + offset.
@@ -165,8 +168,9 @@ void tile(const std::byte *group, int64_t n_blocks, const std::byte *panel, floa
             acc[c] = fmadd(Floats::from_ints(sum), scale, acc[c]);
         };
         for_columns<NC>(w, unit, column);
-    }
-    for (int c = 0; c < NC; ++c) acc[c].store(out + c * kGroupRows);
+    };
+    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, block);
+    store_sums(sums, out);
 }
 #endif
 
@@ -182,12 +186,14 @@ const Format kFormatMXFP4{.act_type = DType::Q8_0,
                           .block = kBlock,
                           .extra = 1,
                           .prepare = prepare<Mxfp4::kOffset>,
-                          .tiles = tiles<Mxfp4>(kPanelWidths)};
+                          .tiles = tiles<Mxfp4>(kPanelWidths),
+                          .streams = tile<Mxfp4, 1, kStreamGroups>};
 const Format kFormatIQ4_NL{.act_type = DType::Q8_0,
                            .block = kBlock,
                            .extra = 1,
                            .prepare = prepare<Iq4nl::kOffset>,
-                           .tiles = tiles<Iq4nl>(kPanelWidths)};
+                           .tiles = tiles<Iq4nl>(kPanelWidths),
+                           .streams = tile<Iq4nl, 1, kStreamGroups>};
 #else
 const Format kFormatMXFP4{}, kFormatIQ4_NL{};
 #endif
