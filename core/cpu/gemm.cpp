@@ -105,7 +105,7 @@ void narrow_groups(const std::byte *a, size_t group_bytes, int64_t K, const floa
         const int64_t kc = std::min(KC, K - k0);
         vf acc[G][NX] = {};
         for (int64_t k = k0; k < k0 + kc; ++k) {
-#pragma GCC unroll 2
+#pragma GCC unroll 4
             for (int g = 0; g < G; ++g) {
                 const std::byte *vec = grouped_vector<W>(a, group_bytes, g * VL);
                 // once per cache line of the group, from its first vector
@@ -146,6 +146,7 @@ using NarrowKernel = void (*)(const std::byte *, size_t, int64_t, int64_t, const
 using GroupKernel = void (*)(const std::byte *, size_t, int64_t, const float *const *,
                              float *const *);
 
+constexpr int kGroupVectors = kRepackRows / VL;  // vectors of rows per group
 template <typename W, int G>
 constexpr std::array<GroupKernel, kNarrowMaxN> group_kernels() {
     return {narrow_groups<W, G, 1>, narrow_groups<W, G, 2>, narrow_groups<W, G, 3>,
@@ -161,16 +162,16 @@ constexpr std::array<NarrowKernel, kNarrowMaxN> narrow_kernels() {
 constexpr std::array<WeightOps, kDTypeCount> kWeightOps = [] {
     std::array<WeightOps, kDTypeCount> t{};
     t[size_t(DType::F32)] = {.pack = pack_panel<LoadF32>, .narrow = narrow_kernels<LoadF32>()};
-    t[size_t(DType::F16)] = {
-        .pack = pack_panel<LoadF16>,
-        .narrow = narrow_kernels<LoadF16>(),
-        .pack_grouped = pack_groups<LoadF16>,
-        .narrow_grouped = {group_kernels<LoadF16, 1>(), group_kernels<LoadF16, 2>()}};
-    t[size_t(DType::BF16)] = {
-        .pack = pack_panel<LoadBF16>,
-        .narrow = narrow_kernels<LoadBF16>(),
-        .pack_grouped = pack_groups<LoadBF16>,
-        .narrow_grouped = {group_kernels<LoadBF16, 1>(), group_kernels<LoadBF16, 2>()}};
+    t[size_t(DType::F16)] = {.pack = pack_panel<LoadF16>,
+                             .narrow = narrow_kernels<LoadF16>(),
+                             .pack_grouped = pack_groups<LoadF16>,
+                             .narrow_grouped = {group_kernels<LoadF16, kGroupVectors>(),
+                                                group_kernels<LoadF16, 2 * kGroupVectors>()}};
+    t[size_t(DType::BF16)] = {.pack = pack_panel<LoadBF16>,
+                              .narrow = narrow_kernels<LoadBF16>(),
+                              .pack_grouped = pack_groups<LoadBF16>,
+                              .narrow_grouped = {group_kernels<LoadBF16, kGroupVectors>(),
+                                                 group_kernels<LoadBF16, 2 * kGroupVectors>()}};
     return t;
 }();
 
@@ -303,14 +304,17 @@ void few_columns_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const S
         x[c] = buf;
     }
     if (job.a_grouped) {
-        // Two vectors of rows at a time from mb, a panel's first row: each m starts a group.
+        // From mb, a panel's first row, two groups at a time (two streams, as qgemm.h's
+        // kStreamGroups) where their sums take at most 8 registers (AVX2: one or two columns),
+        // else one.
         const size_t group_bytes = job.a_nb1 * size_t(kRepackRows);
-        for (int64_t m = mb; m < me; m += 2 * VL) {
-            const int vectors = me - m >= 2 * VL ? 2 : 1;
+        const int64_t most = 2 * kGroupVectors * nx <= 8 ? 2 : 1;
+        for (int64_t m = mb, groups = 0; m < me; m += groups * kRepackRows) {
+            groups = std::max<int64_t>(1, std::min(most, (me - m) / kRepackRows));
             float *dm[kNarrowMaxN];
             for (int c = 0; c < nx; ++c) dm[c] = job.cols.dst_row(c) + m;
             weight_ops(job.a_type)
-                .narrow_grouped[size_t(vectors - 1)][size_t(nx - 1)](
+                .narrow_grouped[size_t(groups - 1)][size_t(nx - 1)](
                     job.a + size_t(m / kRepackRows) * group_bytes, group_bytes, K, x, dm);
         }
         return;

@@ -48,9 +48,8 @@ struct WeightOps {
         narrow{};
     // The same for weights grouped 16 rows at a time (Job::a_grouped): pack_grouped packs a
     // panel of `rows` rows (a multiple of 16) from elements [k0, k0 + kc) of the groups at
-    // group, group + group_bytes, ...; narrow_grouped[g - 1][n - 1] computes the g vectors of
-    // VL rows from the group at `group` (VL * g outputs) into d[c][0, VL * g). Same arithmetic
-    // as pack and narrow.
+    // group, group + group_bytes, ...; narrow_grouped[g - 1][n - 1] computes the 16 g rows of
+    // the g groups from `group` into d[c][0, 16 g). Same arithmetic as pack and narrow.
     void (*pack_grouped)(const std::byte *group, size_t group_bytes, int64_t rows, int64_t k0,
                          int64_t kc, float *out) = nullptr;
     std::array<std::array<void (*)(const std::byte *group, size_t group_bytes, int64_t K,
