@@ -51,8 +51,10 @@ using Tile = void (*)(const std::byte *group, size_t stride, int64_t n_blocks,
 // Generation reads kStreamGroups groups in lockstep, block b of each in turn: two streams of
 // weights in flight per core rather than one, as the read loop that sets the bound reads four
 // (bench/read_loop.h). Which groups a tile computes together changes no bit of any. On a Zen 2
-// EPYC (AVX2, 2 cores), 1 GiB n = 1 products, alternating: Q4_0 one thread 13.7-14.3 -> 16.9-17.5
-// GB/s, two 24.4-25.8 -> 28.7-29.2, against a read loop of 37.5 (docs/PERFORMANCE.md).
+// EPYC (AVX2, 2 cores), 1 GiB n = 1 products, two threads, alternating: Q4_0 24.1-25.0 ->
+// 28.6-34.5 GB/s, Q5_K 21.0-22.2 -> 24.7-26.9, against a read loop of 35-40; four groups gained
+// nothing for Q4_0 and lost 10-15 % for the K-quants (docs/PERFORMANCE.md). A format whose tile
+// computes more slowly than one stream reads has no `streams` tile (Q2_K, Q3_K).
 inline constexpr int kStreamGroups = 2;
 
 struct Format {
