@@ -12,6 +12,7 @@
 #include "core/cpu/simd.h"
 #include "core/quant/legacy_formats.h"
 #include "core/quant/lut4_formats.h"
+#include "loom/error.h"
 
 namespace loom::cpu::inline LOOM_ISA::gemm {
 namespace {
@@ -310,7 +311,8 @@ void few_columns_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const S
         const size_t group_bytes = job.a_nb1 * size_t(kRepackRows);
         const int64_t most = 2 * kGroupVectors * nx <= 8 ? 2 : 1;
         for (int64_t m = mb, groups = 0; m < me; m += groups * kRepackRows) {
-            groups = std::max<int64_t>(1, std::min(most, (me - m) / kRepackRows));
+            LOOM_ASSERT((me - m) % kRepackRows == 0);  // grouped weights have whole groups
+            groups = std::min(most, (me - m) / kRepackRows);
             float *dm[kNarrowMaxN];
             for (int c = 0; c < nx; ++c) dm[c] = job.cols.dst_row(c) + m;
             weight_ops(job.a_type)

@@ -77,7 +77,7 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
     for (int i = 0; i < 16; ++i) shifted[i] = uint8_t(quant::kValuesIq4nl[i] + kOffset);
     const NibbleTable table(shifted);
     __m512 sums[NG][NC]{};
-    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+    auto one_block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
         __m512 *acc = sums[g];
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
         __m512i scale[kSub];
@@ -118,10 +118,8 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[c]), d, acc[c]);
         }
     };
-    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, block);
-    for (int g = 0; g < NG; ++g) {
-        for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + (g * NC + c) * kGroupRows, sums[g][c]);
-    }
+    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, one_block);
+    store_sums(sums, out);
 }
 #else
 // The 16 rows' scale of sub-block ib, ls - 32, as int32 lanes (quant::iq4xs_scale).
@@ -143,7 +141,7 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
     using Unit = std::conditional_t<kVnni, Ints, SignedUnit>;  // a unit's levels as multiplied
     const CodeTable table(quant::kValuesIq4nl, kOffset);
     Floats sums[NG][NC]{};
-    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+    auto one_block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
         Floats *acc = group_sums(sums, g);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
         // Unit t of sub-block ib: elements 4t.. (t < 4, low nibbles) or 16 + 4(t - 4).. (high).
@@ -224,7 +222,7 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
             }
         }
     };
-    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, block);
+    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, one_block);
     store_sums(sums, out);
 }
 #endif

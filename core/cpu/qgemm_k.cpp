@@ -144,7 +144,7 @@ void tile_q4k(const std::byte *group, size_t stride, int64_t n_blocks, const std
     using U = Q4KUnits<kFifthBit>;
     const size_t col = column_block<Q4KTerms>();
     Floats sums[NG][NC]{};
-    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+    auto one_block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
         Floats *acc = group_sums(sums, g);
         const std::byte *a = panel + size_t(b) * NC * col;
         const std::byte *scale_bytes = w + U::kScales;
@@ -210,7 +210,7 @@ void tile_q4k(const std::byte *group, size_t stride, int64_t n_blocks, const std
             }
         }
     };
-    for_blocks<NG, U::kGroupBlock>(group, stride, n_blocks, block);
+    for_blocks<NG, U::kGroupBlock>(group, stride, n_blocks, one_block);
     store_sums(sums, out);
 }
 
@@ -268,16 +268,16 @@ inline SubBlockScales unpack_q3k_scales(const std::byte *bytes) {
 
 // Q3_K, whose levels are 0..7 less 4 (the third bit from hmask): per super-block the exact
 // integer sum of levels times scales, -4 * scale * 16-sum included, then one fma.
-template <int NC, int NG = 1>
+template <int NC>
 void tile_q3k(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
               float *out) {
     constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ3K);
     constexpr size_t kQuants = 32 * kRepackRows, kScales = 96 * kRepackRows, kD = 108 * kRepackRows;
     const size_t col = column_block<SubBlockPairTerms>();
     const Ints low2 = Ints::splat8(3), bit2 = Ints::splat8(4);
-    Floats sums[NG][NC]{};
-    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
-        Floats *acc = group_sums(sums, g);
+    Floats sums[1][NC]{};
+    auto one_block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+        Floats *acc = sums[g];
         const std::byte *a = panel + size_t(b) * NC * col;
         const std::byte *terms = a + NC * (QK_K + 4);
         // Chunk `chunk` (elements 32 chunk .., sub-blocks 2 chunk, + 1) of column c, its units
@@ -370,7 +370,7 @@ void tile_q3k(const std::byte *group, size_t stride, int64_t n_blocks, const std
             }
         }
     };
-    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, block);
+    for_blocks<1, kGroupBlock>(group, stride, n_blocks, one_block);
     store_sums(sums, out);
 }
 
@@ -390,7 +390,7 @@ void tile_lanes(const std::byte *group, size_t stride, int64_t n_blocks, const s
     using Terms = typename Decoded::Terms;
     const size_t col = column_block<Terms>();
     Floats lanes[NG][NC][8]{};  // ggml's 8 float accumulators per row
-    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+    auto one_block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
         auto &acc = lanes[g];
         const std::byte *a = panel + size_t(b) * NC * col;
         auto terms = [&](int c) { return a + NC * (QK_K + 4) + 4 * Terms::kCount * c; };
@@ -442,7 +442,7 @@ void tile_lanes(const std::byte *group, size_t stride, int64_t n_blocks, const s
             }
         }
     };
-    for_blocks<NG, Decoded::kGroupBlock>(group, stride, n_blocks, block);
+    for_blocks<NG, Decoded::kGroupBlock>(group, stride, n_blocks, one_block);
     for (int g = 0; g < NG; ++g) {
         for (int c = 0; c < NC; ++c) {
             const Floats *acc = lanes[g][c];

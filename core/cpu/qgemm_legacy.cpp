@@ -67,7 +67,7 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
     const Ints bit4 = Ints::splat8(0x10);
     Floats sums[NG][NC]{};
     Floats sums_min[NG][G::kMin ? NC : 1]{};  // the minimums' terms, summed apart as ggml does
-    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+    auto one_block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
         Floats *acc = sums[g], *acc_min = sums_min[g];
         prefetch_weights<G::kBytes, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
@@ -108,7 +108,7 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
         };
         for_columns<NC>(w, unit, column);
     };
-    for_blocks<NG, G::kBytes>(group, stride, n_blocks, block);
+    for_blocks<NG, G::kBytes>(group, stride, n_blocks, one_block);
     if constexpr (G::kMin) {
         for (int g = 0; g < NG; ++g) {
             for (int c = 0; c < NC; ++c) sums[g][c] = sums[g][c] + sums_min[g][c];

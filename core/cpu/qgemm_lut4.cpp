@@ -79,7 +79,7 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
     constexpr size_t kQuants = kRepackRows * F::kScaleBytes;
     const NibbleTable table = F::table();
     __m512 sums[NG][NC]{};
-    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+    auto one_block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
         __m512 *acc = sums[g];
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
@@ -108,10 +108,8 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[c]);
         }
     };
-    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, block);
-    for (int g = 0; g < NG; ++g) {
-        for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + (g * NC + c) * kGroupRows, sums[g][c]);
-    }
+    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, one_block);
+    store_sums(sums, out);
 }
 #else
 struct Mxfp4 {
@@ -146,7 +144,7 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
     constexpr size_t kQuants = kRepackRows * F::kScaleBytes;
     const CodeTable table = F::table();
     Floats sums[NG][NC]{};
-    auto block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+    auto one_block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
         Floats *acc = sums[g];
         prefetch_weights<kGroupBlock, NC>(w);
         const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
@@ -169,7 +167,7 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
         };
         for_columns<NC>(w, unit, column);
     };
-    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, block);
+    for_blocks<NG, kGroupBlock>(group, stride, n_blocks, one_block);
     store_sums(sums, out);
 }
 #endif

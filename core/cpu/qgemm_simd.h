@@ -527,11 +527,19 @@ inline Floats *group_sums(Floats (&sums)[NG][NC], int g) {
     return NG > 1 ? at(sums[g]) : sums[g];
 }
 // A tile's sums, [groups][columns] (value-initialised: zero), to `out` in that order (qgemm.h's
-// Tile).
-template <int NG, int NC>
-inline void store_sums(const Floats (&sums)[NG][NC], float *out) {
+// Tile): Floats, or the AVX-512 tiles' __m512.
+inline void store_rows(const Floats &sums, float *out) {
+    sums.store(out);
+}
+#if LOOM_QGEMM_512
+inline void store_rows(__m512 sums, float *out) {
+    _mm512_storeu_ps(out, sums);
+}
+#endif
+template <typename Sums, int NG, int NC>
+inline void store_sums(const Sums (&sums)[NG][NC], float *out) {
     for (int g = 0; g < NG; ++g) {
-        for (int c = 0; c < NC; ++c) sums[g][c].store(out + (g * NC + c) * kGroupRows);
+        for (int c = 0; c < NC; ++c) store_rows(sums[g][c], out + (g * NC + c) * kGroupRows);
     }
 }
 
