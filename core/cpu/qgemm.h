@@ -85,10 +85,11 @@ struct Format {
 // block's prefetches over its work, part `part` of kParts at each step: issued all at the block's
 // start, they fill the core's miss buffers at once and stall its own loads. On a Zen 2 EPYC
 // (AVX2), Q4_K 1 GiB n = 1, two threads: 13.1-13.2 GB/s at once, 20.1-21.9 spread over its 8
-// sub-blocks, against a read loop of 23-30 (docs/PERFORMANCE.md).
+// sub-blocks, against a read loop of 23-30 (docs/PERFORMANCE.md). A format whose measurements
+// say so prefetches at its own distance, kAhead (Q6_K: qgemm_k.cpp).
 inline constexpr size_t kStreamAhead = 4096;
 inline constexpr int kStreamColumns = 2;
-template <size_t kBytes, int NC, int kParts = 1>
+template <size_t kBytes, int NC, int kParts = 1, size_t kAhead = kStreamAhead>
 [[gnu::always_inline]] inline void prefetch_weights(const std::byte *w, int part = 0) {
     if constexpr (NC <= kStreamColumns) {
         constexpr size_t kLines = (kBytes + 63) / 64;
@@ -97,7 +98,7 @@ template <size_t kBytes, int NC, int kParts = 1>
         // A volatile asm rather than __builtin_prefetch: GCC's scheduler gathers the builtins of
         // every part back at the block's start, and does not move instructions across this.
         for (size_t l = first; l < last; ++l) {
-            asm volatile("prefetcht0 %0" : : "m"(w[kStreamAhead + 64 * l]));
+            asm volatile("prefetcht0 %0" : : "m"(w[kAhead + 64 * l]));
         }
     }
 }

@@ -410,13 +410,18 @@ void tile_lanes(const std::byte *group, size_t stride, int64_t n_blocks, const s
             // unrolled, 24.4-25.5 in a loop (docs/PERFORMANCE.md).
 #pragma GCC unroll 1
             for (int u = 0; u < 8; ++u) {
-                prefetch_weights<Decoded::kGroupBlock, NC, 8>(w, u);
+                prefetch_weights<Decoded::kGroupBlock, NC, 8, Decoded::kStreamAhead>(w, u);
                 Ints lane[NC];
                 for (int c = 0; c < NC; ++c) lane[c] = block.start(terms(c), u);
 #pragma GCC unroll 8
                 for (int chunk = 0; chunk < 8; ++chunk) {
                     const Ints q = block.levels(chunk, u);
-                    for (int c = 0; c < NC; ++c) lane[c] = add_unit(lane[c], q, c, chunk, u);
+                    for (int c = 0; c < NC; ++c) {
+                        // Chunk after chunk: GCC would re-associate the lane's sum and spill the
+                        // products (Zen 2, Q6_K n = 1 in L2: 17.7-18.1 GB/s, 18.3-18.8 this way).
+                        lane[c] = add_unit(lane[c], q, c, chunk, u);
+                        settle(lane[c]);
+                    }
                 }
                 for (int c = 0; c < NC; ++c)
                     acc[c][u] = block.finish(acc[c][u], lane[c], terms(c), u, da(c));
@@ -462,6 +467,7 @@ struct Q2KDecoded {
     static constexpr size_t kQuants = 16 * kRepackRows, kD = 80 * kRepackRows,
                             kDmin = 82 * kRepackRows;
     static constexpr int kMaxLevel = 3;
+    static constexpr size_t kStreamAhead = qgemm::kStreamAhead;  // prefetched as far as most
 
     const std::byte *w;
     SubBlockScales scales;
@@ -505,6 +511,11 @@ struct Q6KDecoded {
         return kHalf + kHalfBytes * size_t(h) + 128 * size_t(u) + 64;
     }
     static constexpr int kMaxLevel = 63;
+    // Half qgemm.h's distance, as measured (the lanes read a block's lines out of order; why
+    // nearer suits that was not measured). Zen 2 EPYC, 1 GiB n = 1, two threads, alternating:
+    // 1 KiB 20.0-20.7 GB/s, 2 KiB 23.1-26.3, 2.5 KiB 24.9-26.3, 3.3 KiB 22.8-25.0, 4 KiB 23.1-24.3;
+    // Q4_K and Q8_0 lost 5-15 % at 2 KiB, hence per format (docs/PERFORMANCE.md).
+    static constexpr size_t kStreamAhead = 2048;
 
     const std::byte *w;
     Scale16 scale[16];  // each in the low 16 bits of its row's lane

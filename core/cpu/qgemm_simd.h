@@ -359,9 +359,15 @@ inline constexpr int kUnitsPerInt16 = 32767 / (2 * kMaxU * 128);
 struct Scale16 {
     Ints v;  // VNNI: the value in the low half (VPDPWSSD's form); else in both halves (VPMADDWD's)
     static Scale16 of(Ints lanes) {
-        const Ints low = lanes & Ints::splat32(0xFFFF);
-        if constexpr (kVnni) return {low};
-        return {low | slli32(lanes, 16)};
+        if constexpr (kVnni) return {lanes & Ints::splat32(0xFFFF)};
+        // Bytes 0, 1 of each lane copied over bytes 2, 3: one shuffle for a mask, shift and or.
+        const __m128i pattern = _mm_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+#if LOOM_QGEMM_512
+        return {{_mm512_shuffle_epi8(lanes.v, _mm512_broadcast_i32x4(pattern))}};
+#else
+        const __m256i both = _mm256_broadcastsi128_si256(pattern);
+        return {{_mm256_shuffle_epi8(lanes.lo, both), _mm256_shuffle_epi8(lanes.hi, both)}};
+#endif
     }
 };
 
