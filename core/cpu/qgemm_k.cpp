@@ -500,22 +500,20 @@ struct Q2KDecoded {
 struct Q6KDecoded {
     using Terms = Q6KTerms;
     static constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ6K);
-    static constexpr size_t kScales = 0, kD = 16 * kRepackRows, kHalf = kD + 2 * kRepackRows;
-    static constexpr size_t kHalfBytes = 96 * kRepackRows;  // 16 ql units and 8 qh units
-    // Half h's ql unit 16h + 8(qq % 2) + u, and its qh unit 8h + u.
+    static constexpr size_t kScales = 0, kD = 16 * kRepackRows, kLanes = kD + 2 * kRepackRows;
+    static constexpr size_t kLaneBytes = 6 * 64;  // per half: two ql units and a qh unit
+    // Lane u's ql unit 16h + 8(qq % 2) + u, and its qh unit 8h + u.
     static constexpr size_t ql_at(int h, int qq, int u) {
-        return kHalf + kHalfBytes * size_t(h) +
-               (qq % 2 == 0 ? 128 * size_t(u) : 1024 + 64 * size_t(u));
+        return kLanes + kLaneBytes * size_t(u) + 192 * size_t(h) + (qq % 2 == 0 ? 0 : 128);
     }
     static constexpr size_t qh_at(int h, int u) {
-        return kHalf + kHalfBytes * size_t(h) + 128 * size_t(u) + 64;
+        return kLanes + kLaneBytes * size_t(u) + 192 * size_t(h) + 64;
     }
     static constexpr int kMaxLevel = 63;
-    // Half qgemm.h's distance, as measured (the lanes read a block's lines out of order; why
-    // nearer suits that was not measured). Zen 2 EPYC, 1 GiB n = 1, two threads, alternating:
-    // 1 KiB 20.0-20.7 GB/s, 2 KiB 23.1-26.3, 2.5 KiB 24.9-26.3, 3.3 KiB 22.8-25.0, 4 KiB 23.1-24.3;
-    // Q4_K and Q8_0 lost 5-15 % at 2 KiB, hence per format (docs/PERFORMANCE.md).
-    static constexpr size_t kStreamAhead = 2048;
+    // Nearer than qgemm.h's distance, as measured on a Zen 2 EPYC (1 GiB n = 1, two threads,
+    // alternating, 5 rounds, medians): 2 KiB 28.3 GB/s, 3 KiB 29.7, 4 KiB 27.3, where the Q4_K
+    // and Q8_0 tiles lost 5-15 % at 2 KiB, hence a distance per format (docs/PERFORMANCE.md).
+    static constexpr size_t kStreamAhead = 3072;
 
     const std::byte *w;
     Scale16 scale[16];  // each in the low 16 bits of its row's lane

@@ -39,8 +39,8 @@ uint32_t spread_high_bits(uint32_t qh, bool to_repacked) {
 struct Piece {
     int from, size;
 };
-// Q6_K's: its scales, its d, and per half 8 ql units, 8 qh units and the other ql units.
-constexpr int kMaxPieces = 2 + 2 * (8 + 8 + 1);
+// Q6_K's: its scales, its d, and per lane and half two ql units and a qh unit.
+constexpr int kMaxPieces = 2 + 8 * 2 * 3;
 
 struct Layout {
     int n_fields = 0;
@@ -51,23 +51,24 @@ struct Layout {
 };
 
 // Q6_K's group block in the order the generation tile reads it (core/cpu/qgemm_k.cpp): the scales
-// and d first, then per half h the ql units of chunks 4h, 4h + 2 each beside the qh unit the
-// same elements take their high bits from, then the ql units of chunks 4h + 1, 4h + 3. Read in
-// ascending order, the weights stream 1.57x faster from memory on two threads of a Zen 5 than in
-// field order (32.9 against 21.0 GB/s), where each block jumps between three regions
-// (PERFORMANCE.md).
+// and d first, then lane after lane (u, ggml's elements 4u .. 4u + 3 of every 32) and per half h
+// the ql unit of chunks 4h, 4h + 2, the qh unit their high bits come from and the ql unit of chunks
+// 4h + 1, 4h + 3. Read in ascending order, the weights stream faster than in field order, where
+// each block jumps between three regions: 1.57x on two threads of a Zen 5 for half-major order
+// (32.9 against 21.0 GB/s), and lane-major, one run of six lines per lane, gained again on a Zen 2
+// (docs/PERFORMANCE.md).
 constexpr int kQ6KQuants = 0, kQ6KHigh = 128 * 16, kQ6KScales = 192 * 16, kQ6KD = 208 * 16;
 constexpr std::array<Piece, kMaxPieces> q6k_read_order() {
     std::array<Piece, kMaxPieces> p{};
     int n = 0;
     p[n++] = {kQ6KScales, 256};
     p[n++] = {kQ6KD, 32};
-    for (int h = 0; h < 2; ++h) {
-        for (int u = 0; u < 8; ++u) {
+    for (int u = 0; u < 8; ++u) {
+        for (int h = 0; h < 2; ++h) {
             p[n++] = {kQ6KQuants + 1024 * h + 64 * u, 64};
             p[n++] = {kQ6KHigh + 512 * h + 64 * u, 64};
+            p[n++] = {kQ6KQuants + 1024 * h + 512 + 64 * u, 64};
         }
-        p[n++] = {kQ6KQuants + 1024 * h + 512, 512};
     }
     return p;
 }
@@ -155,6 +156,15 @@ void move_field_rows(const Field &field, const uint8_t *src, uint8_t *dst, size_
     }
 }
 
+// Most pieces are one 64-byte unit: copied as such, without a call to memcpy for each.
+inline void copy_piece(uint8_t *dst, const uint8_t *src, int size) {
+    if (size == 64) {
+        std::memcpy(dst, src, 64);
+    } else {
+        std::memcpy(dst, src, size_t(size));
+    }
+}
+
 // Moves one group of 16 rows between layouts.
 template <bool kToRepacked>
 void convert_group(const Layout &layout, size_t block_bytes, int64_t n_blocks, const uint8_t *src,
@@ -176,14 +186,14 @@ void convert_group(const Layout &layout, size_t block_bytes, int64_t n_blocks, c
                                     row_bytes);
                 for (int i = 0; i < layout.n_pieces; ++i) {
                     const Piece &piece = layout.pieces[size_t(i)];
-                    std::memcpy(group + at, staged + piece.from, size_t(piece.size));
+                    copy_piece(group + at, staged + piece.from, piece.size);
                     at += size_t(piece.size);
                 }
             } else {
                 const uint8_t *group = src + group_block;
                 for (int i = 0; i < layout.n_pieces; ++i) {
                     const Piece &piece = layout.pieces[size_t(i)];
-                    std::memcpy(staged + piece.from, group + at, size_t(piece.size));
+                    copy_piece(staged + piece.from, group + at, piece.size);
                     at += size_t(piece.size);
                 }
                 convert_group<false>(fields_only, block_bytes, 1, staged, dst + plain_block,
