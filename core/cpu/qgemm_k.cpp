@@ -12,8 +12,8 @@
 //         unit 8c + t: elements 64c + 4t.. in the low nibbles, 64c + 32 + 4t.. in the high ones
 //   Q5_K: as Q4_K, with 8 qh units x 64 bytes before the quants: unit t, bit j holds the fifth
 //         bit of element 4t.. of sub-block j (the elements of quant units 8(j/2) + t)
-//   Q6_K: 16 scales x 16 rows (int8) | d[16] F16 | per half h: ql unit 16h + u and qh unit
-//         8h + u for u < 8 | ql units 16h + 8 .. 16h + 15 (the order the tile reads them in)
+//   Q6_K: 16 scales x 16 rows (int8) | d[16] F16 | per lane u < 8, per half h: ql unit
+//         16h + u, qh unit 8h + u, ql unit 16h + 8 + u (the order the tile reads them in)
 // Each sub-block's integer sum is multiplied by its scale in integers (VPMULLD or VPDPWSSD), so a
 // lane's sum over the super-block is exact; the F16 scales enter once per super-block (Q2_K and
 // Q6_K: once per lane of ggml's AVX2 kernels, see tile_lanes).
