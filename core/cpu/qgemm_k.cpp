@@ -501,13 +501,14 @@ struct Q6KDecoded {
     using Terms = Q6KTerms;
     static constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ6K);
     static constexpr size_t kScales = 0, kD = 16 * kRepackRows, kLanes = kD + 2 * kRepackRows;
-    static constexpr size_t kLaneBytes = 6 * 64;  // per half: two ql units and a qh unit
+    static constexpr size_t kHalfBytes = 3 * 64;  // a lane's half: ql unit, qh unit, ql unit
+    static constexpr size_t kLaneBytes = 2 * kHalfBytes;
     // Lane u's ql unit 16h + 8(qq % 2) + u, and its qh unit 8h + u.
     static constexpr size_t ql_at(int h, int qq, int u) {
-        return kLanes + kLaneBytes * size_t(u) + 192 * size_t(h) + (qq % 2 == 0 ? 0 : 128);
+        return kLanes + kLaneBytes * size_t(u) + kHalfBytes * size_t(h) + (qq % 2 == 0 ? 0 : 128);
     }
     static constexpr size_t qh_at(int h, int u) {
-        return kLanes + kLaneBytes * size_t(u) + 192 * size_t(h) + 64;
+        return kLanes + kLaneBytes * size_t(u) + kHalfBytes * size_t(h) + 64;
     }
     static constexpr int kMaxLevel = 63;
     // Nearer than qgemm.h's distance, as measured on a Zen 2 EPYC (1 GiB n = 1, two threads,
