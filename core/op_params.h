@@ -44,6 +44,9 @@ struct DiagMaskOpParams {
 struct SortOpParams {
     SortOrder order;
 };
+struct MulMatOpParams {
+    SumOrder order;
+};
 struct ConcatOpParams {
     int32_t dim;
 };

@@ -31,7 +31,7 @@ bool is_matmul_weight_type(const Tensor *a) {
 
 }  // namespace
 
-Tensor *mul_mat(Context &ctx, Tensor *a, Tensor *b) {
+Tensor *mul_mat(Context &ctx, Tensor *a, Tensor *b, SumOrder order) {
     require_not_null(Op::mul_mat, {a, b});
     require(a->ne[0] == b->ne[0], Op::mul_mat, {a, b}, "inner dims differ");
     require(b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0, Op::mul_mat, {a, b},
@@ -39,8 +39,12 @@ Tensor *mul_mat(Context &ctx, Tensor *a, Tensor *b) {
     require(is_matmul_weight_type(a), Op::mul_mat, {a, b},
             "a must be F32, F16, BF16 or a block format with a dot product and contiguous rows");
     require(b->type == DType::F32, Op::mul_mat, {a, b}, "b must be F32");
-    return new_result(ctx, Op::mul_mat, DType::F32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]},
-                      {a, b});
+    require(order >= SumOrder::k_blocks && order <= SumOrder::eight_lanes, Op::mul_mat, {a, b},
+            "unknown sum order {}", int(order));
+    Tensor *t =
+        new_result(ctx, Op::mul_mat, DType::F32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, {a, b});
+    set_op_params(t, MulMatOpParams{order});
+    return t;
 }
 
 Tensor *mul_mat_id(Context &ctx, Tensor *as, Tensor *b, Tensor *ids) {

@@ -238,25 +238,6 @@ void pack_a(const Job &job, int64_t m0, int64_t mc, int64_t k0, int64_t kc, floa
     }
 }
 
-// llama.cpp multiplies F16 and BF16 weights with activations rounded to the weights' type (its
-// vec_dot_type), so Loom rounds them too: its logits then agree to ~1e-14 instead of ~1e-7.
-// Writes src's n activations to dst (which may be src), rounded through the weights' type for
-// F16 and BF16 weights: whole rows through the dtype's converters (F16C), not one call each.
-void round_activations(DType weight_type, const float *src, float *dst, int64_t n) {
-    if (weight_type != DType::F16 && weight_type != DType::BF16) {
-        if (src != dst) std::copy(src, src + n, dst);
-        return;
-    }
-    const DTypeTraits &t = traits(weight_type);
-    constexpr int64_t kChunk = 256;
-    uint16_t narrow[kChunk];
-    for (int64_t i = 0; i < n; i += kChunk) {
-        const int64_t m = std::min(kChunk, n - i);
-        t.from_float(src + i, narrow, m);
-        t.to_float(narrow, dst + i, m);
-    }
-}
-
 // Packs columns [j0, j0 + nc) x [k0, k0 + kc) of b into NR-column panels, each [kc][NR];
 // columns past nc are zero.
 void pack_b(const Columns &cols, DType weight_type, int64_t j0, int64_t nc, int64_t k0, int64_t kc,
@@ -389,6 +370,22 @@ void quantized_rows(const Job &job, int64_t K, int64_t mb, int64_t me, std::byte
 }
 
 }  // namespace
+
+// Whole rows through the dtype's converters (F16C), not one call each.
+void round_activations(DType weight_type, const float *src, float *dst, int64_t n) {
+    if (weight_type != DType::F16 && weight_type != DType::BF16) {
+        if (src != dst) std::copy(src, src + n, dst);
+        return;
+    }
+    const DTypeTraits &t = traits(weight_type);
+    constexpr int64_t kChunk = 256;
+    uint16_t narrow[kChunk];
+    for (int64_t i = 0; i < n; i += kChunk) {
+        const int64_t m = std::min(kChunk, n - i);
+        t.from_float(src + i, narrow, m);
+        t.to_float(narrow, dst + i, m);
+    }
+}
 
 const WeightOps &weight_ops(DType type) {
     return kWeightOps[size_t(type)];

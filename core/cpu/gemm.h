@@ -118,4 +118,18 @@ size_t work_size(DType a_type, int64_t k, int64_t max_n);
 // bytes.
 void run(const ComputeParams &params, const Problem &problem, std::byte *work);
 
+// Products whose elements sum in another order than k_blocks (SumOrder, loom/core.h;
+// gemm_ordered.cpp): F32 and F16 weights whose elements are contiguous and not grouped, where
+// sums_in_order(job). Every job of the problem has job 0's row count; scratch ordered_work_size(k).
+bool sums_in_order(const Job &job);
+size_t ordered_work_size(int64_t k);
+void run_ordered(const ComputeParams &params, const Problem &problem, SumOrder order,
+                 std::byte *work);
+
+// llama.cpp multiplies F16 and BF16 weights with activations rounded to the weights' type (its
+// vec_dot_type), so Loom rounds them too: its logits then agree to ~1e-14 instead of ~1e-7.
+// Writes src's n activations to dst (which may be src), rounded through the weights' type for
+// F16 and BF16 weights.
+void round_activations(DType weight_type, const float *src, float *dst, int64_t n);
+
 }  // namespace loom::cpu::inline LOOM_ISA::gemm

@@ -76,12 +76,27 @@ gemm::Job mul_mat_job(const void *ctx, int64_t i) {
             .n = b->ne[1]};
 }
 
+// The order dst's elements sum in: k_blocks unless the node asks for another and its weights
+// can take it (gemm::sums_in_order).
+SumOrder sum_order(const Tensor *dst) {
+    const SumOrder order = get_op_params<MulMatOpParams>(dst).order;
+    if (order == SumOrder::k_blocks || !gemm::sums_in_order(mul_mat_job(dst, 0))) {
+        return SumOrder::k_blocks;
+    }
+    return order;
+}
+
 void mul_mat_compute(const ComputeParams &params, Tensor *dst) {
     const Tensor *a = dst->src[0];
     const Tensor *b = dst->src[1];
     const gemm::Problem problem{
         .k = a->ne[0], .n_jobs = b->ne[2] * b->ne[3], .job_at = mul_mat_job, .ctx = dst};
-    run_product(params, problem, a, params.work);
+    const SumOrder order = sum_order(dst);
+    if (order != SumOrder::k_blocks) {
+        gemm::run_ordered(params, problem, order, params.work);
+    } else {
+        run_product(params, problem, a, params.work);
+    }
 }
 
 // Products of several weights with the same activations (a layer's Q, K and V; an FFN's gate and
@@ -119,10 +134,12 @@ bool mul_mat_supports(const Tensor *dst) {
 }
 
 size_t mul_mat_work_size(const Tensor *dst) {
+    if (sum_order(dst) != SumOrder::k_blocks) return gemm::ordered_work_size(dst->src[0]->ne[0]);
     return product_work_size(dst->src[0], dst->src[1]->ne[1]);
 }
 
 size_t mul_mat_shared_size(const Tensor *dst) {
+    if (sum_order(dst) != SumOrder::k_blocks) return 0;
     const Tensor *b = dst->src[1];
     return product_shared_size(dst->src[0], b->ne[1] * b->ne[2] * b->ne[3]);
 }

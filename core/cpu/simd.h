@@ -48,6 +48,38 @@ inline void store(float *p, vf v) {
     std::memcpy(p, &v, sizeof v);
 }
 
+// Whether any lane of a comparison's result (all ones or zero in each lane) is true.
+inline bool any_lane(vi mask) {
+#if LOOM_VEC_BYTES == 64
+    return _mm512_cmpneq_epi32_mask(__m512i(mask), _mm512_setzero_si512()) != 0;
+#elif LOOM_VEC_BYTES == 32
+    return _mm256_movemask_ps(_mm256_castsi256_ps(__m256i(mask))) != 0;
+#elif defined(__x86_64__)
+    return _mm_movemask_ps(_mm_castsi128_ps(__m128i(mask))) != 0;
+#else
+    for (int l = 0; l < VL; ++l) {
+        if (mask[l] != 0) return true;
+    }
+    return false;
+#endif
+}
+
+// Whether every lane of a comparison's result is true.
+inline bool all_lanes(vi mask) {
+#if LOOM_VEC_BYTES == 64
+    return _mm512_cmpneq_epi32_mask(__m512i(mask), _mm512_setzero_si512()) == 0xffff;
+#elif LOOM_VEC_BYTES == 32
+    return _mm256_movemask_ps(_mm256_castsi256_ps(__m256i(mask))) == 0xff;
+#elif defined(__x86_64__)
+    return _mm_movemask_ps(_mm_castsi128_ps(__m128i(mask))) == 0xf;
+#else
+    for (int l = 0; l < VL; ++l) {
+        if (mask[l] == 0) return false;
+    }
+    return true;
+#endif
+}
+
 // A broadcast the compiler folds into an FMA's memory operand ({1to16} with AVX-512).
 inline vf splat(float x) {
 #if LOOM_VEC_BYTES == 64
@@ -160,11 +192,12 @@ inline vf exp_any(vf x) {
                              fmadd(splat(0x1.555e66p-3f), b, splat(0x1.fffdb6p-2f))),
                        u, splat(0x1.ffffecp-1f) * b);
     const vf abs_n = reinterpret_cast<vf>(reinterpret_cast<vu>(n) & 0x7fffffffu);
+    const vf in_range = fmadd(k, j, k);
+    if (!any_lane(abs_n > splat(126.0f))) return in_range;  // the usual case, as ggml skips too
     const vu g = (n <= splat(0.0f)) & 0x82000000u;
     const vf s1 = reinterpret_cast<vf>(g + 0x7f000000u);
     const vf s2 = reinterpret_cast<vf>(e - g);
     const vf big = fmadd(s2, j, s2) * s1;
-    const vf in_range = fmadd(k, j, k);
     return abs_n > splat(192.0f) ? s1 * s1 : (abs_n > splat(126.0f) ? big : in_range);
 }
 

@@ -1,10 +1,8 @@
 // Row softmax with scale, broadcast mask, ALiBi slopes and attention sinks (soft_max_ext), and
 // the causal mask written into a tensor (diag_mask_inf).
 //
-// The exponentials follow ggml's soft_max exactly: a vector at a time with ggml_v_expf's
-// algorithm (below), each vector's lanes summed in float and added to a double total, and the
-// elements past the last whole vector with the C library's expf. On an AVX-512 build the
-// probabilities are thus llama.cpp's bit for bit, not just within rounding.
+// The exponentials follow ggml's soft_max on AVX2 exactly (exp_row_in_place), so with the
+// scores summed as llama.cpp sums them (SumOrder) the probabilities are its own bit for bit.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -34,13 +32,49 @@ float row_max(const float *y, int64_t n) {
 }
 
 // y[i] = e^(y[i] - max) for a row whose largest element is max; returns the sum in double.
+// As llama.cpp's AVX2 build (the reference, whatever this build's width): 8 exponentials at a
+// time by its ggml_v_expf (exp_any), each 8 summed in float as (lo + hi) then pairs and added to
+// the double total, the elements past the last 8 by the C library's expf.
 double exp_row_in_place(float *y, int64_t n, float max) {
+    constexpr int kChunk = 8;
+    constexpr int kStep = VL > kChunk ? VL : kChunk;  // whole vectors and whole chunks
+    const auto chunk_sums = [&](int64_t i, int64_t chunks) {
+        double sum = 0.0;
+        for (int64_t c = 0; c < chunks; ++c) {
+            floats<kChunk> e;
+            std::memcpy(&e, y + i + c * kChunk, sizeof e);
+            sum += double(hsum<kChunk>(e));
+        }
+        return sum;
+    };
     double sum = 0.0;
     int64_t i = 0;
-    for (; i + VL <= n; i += VL) {
-        const vf e = exp_nonpositive(load(y + i) - splat(max));
-        store(y + i, e);
-        sum += double(hsum(e));
+    for (; i + kStep <= n; i += kStep) {
+        // A step of masked logits (a causal mask's upper half) is zeros, which add nothing.
+        bool masked = true;
+        for (int v = 0; v < kStep; v += VL)
+            masked &= all_lanes(load(y + i + v) == splat(-INFINITY));
+        if (masked) {
+            std::fill(y + i, y + i + kStep, 0.0f);
+            continue;
+        }
+        if constexpr (VL == kChunk) {
+            const vf e = exp_any(load(y + i) - splat(max));
+            store(y + i, e);
+            sum += double(hsum(e));
+            continue;
+        }
+        for (int v = 0; v < kStep; v += VL) store(y + i + v, exp_any(load(y + i + v) - splat(max)));
+        sum += chunk_sums(i, kStep / kChunk);
+    }
+    if (const int64_t chunks = (n - i) / kChunk;
+        chunks > 0) {  // wide vectors: a chunk or more left
+        alignas(64) float t[kStep] = {};
+        std::copy(y + i, y + i + chunks * kChunk, t);
+        for (int v = 0; v < kStep; v += VL) store(t + v, exp_any(load(t + v) - splat(max)));
+        std::copy(t, t + chunks * kChunk, y + i);
+        sum += chunk_sums(i, chunks);
+        i += chunks * kChunk;
     }
     for (; i < n; ++i) {
         y[i] = std::exp(y[i] - max);

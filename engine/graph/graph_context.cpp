@@ -196,8 +196,8 @@ Tensor *GraphContext::build_rope(Tensor *x, Tensor *pos, int64_t il) {
     return rope_ext(ctx0, x, pos, rope_params(model, il), rope_factors);
 }
 
-Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, Tensor *kq_mask,
-                                     const AttnOptions &o, int64_t il) {
+Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, bool cached,
+                                     Tensor *kq_mask, const AttnOptions &o, int64_t il) {
     Tensor *cur;
     if (flash_attn && o.kq_b == nullptr) {
         // [head_dim_v, n_head, n_q, ns]
@@ -218,7 +218,18 @@ Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_tra
         const int64_t n_gqa = n_head / n_head_kv;
         Tensor *q_grouped =
             reshape(ctx0, contiguous(ctx0, q), {q->ne[0], n_q * n_gqa, n_head_kv, ns});
-        Tensor *kq = mul_mat(ctx0, k, q_grouped);
+        // Both products sum as llama.cpp's do (SumOrder), so the probabilities are its own. Its
+        // Q is a permuted view, which tinyBLAS declines, so F32 scores take ggml_vec_dot's
+        // order; an F16 K has Q converted to contiguous F16 first, which tinyBLAS takes. The
+        // probabilities are contiguous for the V product, which tinyBLAS takes where the cells
+        // are a multiple of 8: always in a cache, whose size llama.cpp pads (masked cells past
+        // n_kv add nothing), not always for the batch's own keys.
+        const int64_t n_kv = k->ne[1];
+        const SumOrder kq_order =
+            k->type == DType::F32 ? SumOrder::four_chains : SumOrder::eight_lanes;
+        const SumOrder kqv_order =
+            cached || n_kv % 8 == 0 ? SumOrder::eight_lanes : SumOrder::four_chains;
+        Tensor *kq = mul_mat(ctx0, k, q_grouped, kq_order);
         kq = name(reshape(ctx0, kq, {kq->ne[0], n_q, n_head, ns}), "kq",
                   il);  // [n_kv, n_q, n_head, ns]
         if (o.softcap != 0.0f) {
@@ -231,7 +242,8 @@ Tensor *GraphContext::build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_tra
         name(kq, "kq_soft_max", il);
         // V as [n_kv, head_dim_v, n_head_kv, ns]: each output a dot product over the cells
         if (!v_trans) v = cont(ctx0, permute(ctx0, v, 1, 0, 2, 3));
-        Tensor *kqv = mul_mat(ctx0, v, reshape(ctx0, kq, {kq->ne[0], n_q * n_gqa, n_head_kv, ns}));
+        Tensor *kqv =
+            mul_mat(ctx0, v, reshape(ctx0, kq, {kq->ne[0], n_q * n_gqa, n_head_kv, ns}), kqv_order);
         kqv = reshape(ctx0, kqv, {kqv->ne[0], n_q, n_head, ns});  // [head_dim_v, n_q, n_head, ns]
         if (o.v_mla != nullptr) kqv = name(mul_mat(ctx0, o.v_mla, kqv), "kqv_mla", il);
         cur = contiguous(ctx0, permute(ctx0, kqv, 0, 2, 1, 3));  // [head_dim_v, n_head, n_q, ns]
@@ -271,7 +283,7 @@ Tensor *GraphContext::build_attn(InputAttnKv *inp, Qkv cur, const AttnOptions &o
     Tensor *q = permute(ctx0, q_cur, 0, 2, 1, 3);               // [head_dim, n_tps, n_head, ns]
     Tensor *k = kv.k_view(ctx0, il, n_kv, ubatch.stream0, ns);  // [head_dim, n_kv, n_head_kv, ns]
     Tensor *v = kv.v_view(ctx0, il, n_kv, ubatch.stream0, ns);
-    Tensor *out = build_attn_mha(q, k, v, kv.v_trans(), in.kq_mask, o, il);
+    Tensor *out = build_attn_mha(q, k, v, kv.v_trans(), true, in.kq_mask, o, il);
     if (kv.v_rotation() != 0)
         out = name(hadamard(ctx0, out, kv.v_rotation()), "kqv_out_turned", il);
     return o.wo == nullptr ? out : name(build_linear(o.wo, out, o.wo_b), "attn_out", il);
@@ -281,7 +293,7 @@ Tensor *GraphContext::build_attn(InputAttnNoCache *inp, Qkv cur, const AttnOptio
     Tensor *q = permute(ctx0, cur.q, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head]
     Tensor *k = permute(ctx0, cur.k, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head_kv]
     Tensor *v = permute(ctx0, cur.v, 0, 2, 1, 3);
-    Tensor *out = build_attn_mha(q, k, v, false, inp->kq_mask, o, il);
+    Tensor *out = build_attn_mha(q, k, v, false, false, inp->kq_mask, o, il);
     return o.wo == nullptr ? out : name(build_linear(o.wo, out, o.wo_b), "attn_out", il);
 }
 

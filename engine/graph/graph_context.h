@@ -152,9 +152,10 @@ class GraphContext {
     // ns] and v (the same shape, or [n_kv, head_dim_v, n_head_kv, ns] when v_trans), flash or
     // naive, each head's output then multiplied by v_mla when given: [head_dim_out * n_head,
     // n_tokens]. With ALiBi (HParams::f_max_alibi_bias) the masks hold the distances, which
-    // the softmax scales by each head's slope.
-    Tensor *build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, Tensor *kq_mask,
-                           const AttnOptions &options, int64_t il);
+    // the softmax scales by each head's slope. `cached`: k and v are cache cells (llama.cpp
+    // pads their count, which decides how it sums the V product), not the batch's own.
+    Tensor *build_attn_mha(Tensor *q, Tensor *k, Tensor *v, bool v_trans, bool cached,
+                           Tensor *kq_mask, const AttnOptions &options, int64_t il);
     // act(gate) * up (or act(up) without a gate), any shape.
     Tensor *build_activation(Tensor *gate, Tensor *up, Activation act);
     // The MoE router: experts' probabilities (unbiased, for the weights) and the k chosen.

@@ -188,7 +188,25 @@ Tensor *argsort_top_k(Context &ctx, Tensor *a, int k);
 // a [K, M, A2, A3] · b [K, N, B2, B3] -> F32 [M, N, B2, B3]: dst[n][m] = dot(a row m, b row n).
 // b's dims 2 and 3 must be multiples of a's; a is broadcast (b's batch i2 uses a's i2 / (B2/A2)).
 // a may be F32, F16 or BF16; b F32.
-Tensor *mul_mat(Context &ctx, Tensor *a, Tensor *b);
+//
+// How each dst element sums its K products. In every order a column's result is the same
+// whatever else the batch holds.
+enum class SumOrder : int32_t {
+    // In k order, restarted every few hundred terms (core/cpu/gemm.h): weights, where the rows
+    // stream once for every column.
+    k_blocks = 0,
+    // The orders llama.cpp's x86 (AVX2) kernels sum a product of two activations in, for its
+    // attention's probabilities bit for bit (for F32 and F16 a; other types keep k_blocks). With
+    // F16 a, b is rounded to F16 first, as llama.cpp converts it. four_chains is ggml_vec_dot's:
+    // four chains of 8 lanes over steps of 32 terms, fused, added (0 + 2) + (1 + 3), the 8 lanes
+    // as (lo + hi) then pairs, then the terms past the last step one by one (in double for F16).
+    four_chains,
+    // tinyBLAS's (llamafile_sgemm): one chain of 8 lanes over steps of 8, the lanes added as the
+    // pairwise tree lo + hi; K as if zero-padded to a multiple of 8 (tinyBLAS declines other
+    // K, which llama.cpp's cache size never is).
+    eight_lanes,
+};
+Tensor *mul_mat(Context &ctx, Tensor *a, Tensor *b, SumOrder order = SumOrder::k_blocks);
 // Expert matrices as [K, M, n_expert]; b F32 [K, 1 or n_used, n_tokens];
 // ids I32 [n_used, n_tokens] choose the expert per (slot, token). Result F32 [M, n_used, n_tokens].
 Tensor *mul_mat_id(Context &ctx, Tensor *as, Tensor *b, Tensor *ids);

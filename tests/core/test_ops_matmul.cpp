@@ -1,5 +1,8 @@
 // Harness cases for the matrix products: mul_mat (F32 / F16 / BF16 weights, broadcasting over
 // dims 2 and 3, permuted, transposed and strided views, odd and tile-edge sizes) and mul_mat_id.
+#include <cmath>
+
+#include "loom/fp16.h"
 #include "tests/core/op_harness.h"
 
 namespace loom::test {
@@ -115,6 +118,99 @@ void add_mul_mat_cases(std::vector<OpCase> &cases) {
     }
 }
 
+// The sums of SumOrder::four_chains and eight_lanes, written out term by term: lane l of chain j
+// takes terms 32i + 8j + l (four_chains) or 8i + l (eight_lanes, so terms past the last 8 join
+// lanes from 0 as padding zeros would leave them), each fused into its lane.
+float four_chains_sum(const std::vector<float> &x, const std::vector<float> &y, bool f16) {
+    const size_t K = x.size(), whole = K / 32 * 32;
+    float lane[4][8] = {};
+    for (size_t k = 0; k < whole; ++k) {
+        float &acc = lane[k % 32 / 8][k % 8];
+        acc = std::fma(x[k], y[k], acc);
+    }
+    float v[8];
+    for (int l = 0; l < 8; ++l) v[l] = (lane[0][l] + lane[2][l]) + (lane[1][l] + lane[3][l]);
+    float h[4];
+    for (int l = 0; l < 4; ++l) h[l] = v[l] + v[l + 4];
+    float sum = (h[0] + h[1]) + (h[2] + h[3]);
+    if (!f16) {
+        for (size_t k = whole; k < K; ++k) sum = std::fma(x[k], y[k], sum);
+        return sum;
+    }
+    double total = sum;  // F16: the rest in double, each product rounded to float
+    for (size_t k = whole; k < K; ++k) total += double(x[k] * y[k]);
+    return float(total);
+}
+
+float eight_lanes_sum(const std::vector<float> &x, const std::vector<float> &y) {
+    float lane[8] = {};
+    for (size_t k = 0; k < x.size(); ++k) lane[k % 8] = std::fma(x[k], y[k], lane[k % 8]);
+    float h[4];
+    for (int l = 0; l < 4; ++l) h[l] = lane[l] + lane[l + 4];
+    return (h[0] + h[2]) + (h[1] + h[3]);
+}
+
+void ref_mul_mat_in_order(const Tensor *a, const Tensor *b, SumOrder order, Dense &out) {
+    const Dense da(a), db(b);
+    const int64_t K = da.ne[0];
+    const bool f16 = a->type == DType::F16;
+    const int64_t r2 = db.ne[2] / da.ne[2], r3 = db.ne[3] / da.ne[3];
+    for_each_index(out.ne, [&](int64_t m, int64_t n, int64_t i2, int64_t i3) {
+        std::vector<float> x(static_cast<size_t>(K)), y(static_cast<size_t>(K));
+        for (int64_t k = 0; k < K; ++k) {
+            x[size_t(k)] = float(da.at(k, m, i2 / r2, i3 / r3));
+            const auto v = float(db.at(k, n, i2, i3));
+            y[size_t(k)] = f16 ? fp16_to_f32(f32_to_fp16(v)) : v;  // b rounded to a's type
+        }
+        out.at(m, n, i2, i3) =
+            order == SumOrder::eight_lanes ? eight_lanes_sum(x, y) : four_chains_sum(x, y, f16);
+    });
+}
+
+// The attention's products (SumOrder): bit for bit the order written out above, for K with and
+// without a remainder past the last 32 or 8, GQA-style broadcasting, permuted and strided b.
+void add_mul_mat_order_cases(std::vector<OpCase> &cases) {
+    struct OrderShape {
+        DType type;
+        int64_t K, M, N;
+        Shape4 a_batch, b_batch;
+        Layout b_layout = Layout::contiguous;
+    };
+    const OrderShape shapes[] = {
+        {DType::F32, 64, 37, 5, {1, 1, 2, 1}, {1, 1, 6, 1}, Layout::permuted},
+        {DType::F32, 80, 9, 12, {1, 1, 1, 1}, {1, 1, 3, 1}},
+        {DType::F32, 96, 64, 1, {1, 1, 2, 1}, {1, 1, 4, 1}, Layout::strided},
+        {DType::F32, 40, 33, 3, {1, 1, 1, 1}, {1, 1, 1, 1}},
+        {DType::F32, 7, 5, 3, {1, 1, 1, 1}, {1, 1, 1, 1}},
+        {DType::F16, 64, 35, 4, {1, 1, 2, 1}, {1, 1, 4, 1}, Layout::permuted},
+        {DType::F16, 100, 17, 3, {1, 1, 1, 1}, {1, 1, 2, 1}},
+        {DType::F16, 256, 64, 9, {1, 1, 1, 1}, {1, 1, 1, 1}},
+    };
+    for (const SumOrder order : {SumOrder::four_chains, SumOrder::eight_lanes}) {
+        for (const OrderShape &s : shapes) {
+            const Shape4 a = {s.K, s.M, s.a_batch[2], s.a_batch[3]};
+            const Shape4 b = {s.K, s.N, s.b_batch[2], s.b_batch[3]};
+            cases.push_back({
+                .name = std::string("mul_mat_") +
+                        (order == SumOrder::four_chains ? "four_chains_" : "eight_lanes_") +
+                        dtype_tag(s.type) + "_" + shape_tag(a) + "_b" + shape_tag(b) +
+                        layout_tag(s.b_layout),
+                .build =
+                    [s, a, b, order](CaseEnv &env) {
+                        Tensor *ta = env.input(s.type, a);
+                        Tensor *tb = env.input(DType::F32, b, s.b_layout);
+                        return mul_mat(env.ctx, ta, tb, order);
+                    },
+                .reference =
+                    [order](const CaseEnv &env, Dense &out) {
+                        ref_mul_mat_in_order(env.t[0], env.t[1], order, out);
+                    },
+                .exact = true,
+            });
+        }
+    }
+}
+
 void add_mul_mat_id_cases(std::vector<OpCase> &cases) {
     struct IdShape {
         DType type;
@@ -163,6 +259,7 @@ void add_mul_mat_id_cases(std::vector<OpCase> &cases) {
 std::vector<OpCase> matmul_cases() {
     std::vector<OpCase> cases;
     add_mul_mat_cases(cases);
+    add_mul_mat_order_cases(cases);
     add_mul_mat_id_cases(cases);
     return cases;
 }

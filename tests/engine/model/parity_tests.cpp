@@ -51,13 +51,15 @@ struct Case {
 // Quantized products round the activations to 8 bits (BF16 ones to 8 mantissa bits), so a
 // difference of one ulp in an input can move an activation to the next step and the logits by
 // ~1e-2. Loom reproduces llama.cpp's x86 arithmetic exactly for the plain dot products of most
-// types (NMSE ~1e-14 below). Where the logits differ more, `loom logits --dump-tensors` against
-// llama.cpp's own intermediate tensors shows where it starts: in the attention's F32 products
-// (KQ differs by ~6e-6 from ggml's summation order; Q5_1 then first moves at position 5, Q3_K
-// at 1, BF16 everywhere), in llama.cpp's interleaved Q4_K kernel (K and Q of layer 0), and in
-// Loom's interleaved Q8_0 and Q4_1 kernels, which by choice sum each block exactly before
-// scaling it where ggml scales 8 partial sums (Q4_1's unsigned levels and minimums cancel
-// largely, which amplifies those roundings: NMSE 6e-5). Those cases get this tolerance and gap.
+// types (NMSE ~1e-14 below, 0 for Q2_K, Q5_0 and Q6_K), and the attention's scores, probabilities
+// and V products to the bit (they sum in llama.cpp's orders: SumOrder). Where the logits differ
+// more, `loom logits --dump-tensors` against llama.cpp's own intermediate tensors shows where it
+// starts: in llama.cpp's interleaved Q4_K kernel (K and Q of layer 0), and in Loom's interleaved
+// Q8_0 and Q4_1 kernels, which by choice sum each block exactly before scaling it where ggml
+// scales 8 partial sums (Q4_1's unsigned levels and minimums cancel largely, which amplifies
+// those roundings: NMSE 6e-5). Q3_K (8e-6), Q5_1 (1e-7) and BF16 (6e-6) were once put down to the
+// attention's order; they stayed when it became llama.cpp's, and are not traced again yet. Those
+// cases get this tolerance and gap.
 constexpr double kNearTolerance = 5e-4;
 constexpr double kQuantizedDecodeGap = 0.01;
 constexpr double kNearGap = 0.1;
@@ -148,7 +150,7 @@ const Case kCases[] = {
     {"stories260K", 1e-6},
     {"stories260K-p200", 1e-6},
     {"stories260K-fa", 1e-5},     // llama.cpp rounds K and V to F16 for flash attention
-    {"stories260K-kvf16", 1e-5},  // F16 KV cache
+    {"stories260K-kvf16", 1e-9},  // F16 KV cache (1.3e-11: the F32 weights' products)
     {"qwen2", 1e-6},
     {"qwen3", 1e-6},
     {"gpt2", 1e-6},
