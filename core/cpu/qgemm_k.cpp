@@ -15,8 +15,8 @@
 //   Q6_K: 16 scales x 16 rows (int8) | d[16] F16 | per lane u < 8, per half h: ql unit
 //         16h + u, qh unit 8h + u, ql unit 16h + 8 + u (the order the tile reads them in)
 // Each sub-block's integer sum is multiplied by its scale in integers (VPMULLD or VPDPWSSD), so a
-// lane's sum over the super-block is exact; the F16 scales enter once per super-block (Q2_K and
-// Q6_K: once per lane of ggml's AVX2 kernels, see tile_lanes).
+// lane's sum over the super-block is exact; the F16 scales enter once per super-block (Q2_K, Q5_K
+// and Q6_K: once per lane of ggml's AVX2 kernels, see tile_lanes).
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -112,7 +112,7 @@ inline Ints q4k_min_pair(const std::byte *bytes, int i) {
     return Ints::widen_u8_pairs(_mm_unpacklo_epi8(m0, m1), _mm_unpackhi_epi8(m0, m1));
 }
 
-// Q4_K, and Q5_K (kFifthBit): the same sums, the levels 0..31 instead of 0..15.
+// Q4_K's and Q5_K's (kFifthBit) units, the levels 0..15 or 0..31.
 // Unit t of sub-block j: the low (even j) or high nibbles of quant unit 8(j/2) + t, and for Q5_K
 // bit j of qh unit t.
 template <bool kFifthBit>
@@ -138,10 +138,12 @@ struct Q4KUnits {
     }
 };
 
-template <bool kFifthBit, int NC, int NG = 1>
+// Q4_K: per row, each super-block's scaled sub-block sums in one integer, then its mins, one
+// fused step each.
+template <int NC, int NG = 1>
 void tile_q4k(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
               float *out) {
-    using U = Q4KUnits<kFifthBit>;
+    using U = Q4KUnits<false>;
     const size_t col = column_block<Q4KTerms>();
     Floats sums[NG][NC]{};
     auto one_block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
@@ -374,22 +376,30 @@ void tile_q3k(const std::byte *group, size_t stride, int64_t n_blocks, const std
     store_sums(sums, out);
 }
 
-// Q2_K and Q6_K in the float order of ggml's AVX2 ggml_vec_dot_q2_K_q8_K and _q6_K_q8_K, the
-// kernels llama.cpp's x86 backends run for them without AVX-512 (its fixtures come from those):
+// Q2_K, Q5_K and Q6_K in the float order of ggml's AVX2 ggml_vec_dot_q2_K_q8_K, _q5_K_q8_K and
+// _q6_K_q8_K, the kernels llama.cpp's x86 backends run for them without AVX-512 (its fixtures
+// and llamacpp-ref come from those):
 // per row 8 int32 lanes, lane m holding, for every 32-element chunk, the scaled products of its
 // elements 4m .. 4m + 3; each lane goes through its own float accumulator, and the 8 are added at
 // the end as ggml's hsum_float_8. `Decoded` reads one group block: levels, scales, where each
-// lane starts and how a block's lanes enter the accumulators.
+// lane starts and how a block's lanes enter the accumulators, and for formats that sum their
+// mins apart (MinsApart: Q5_K's `summs`) a float per row added after the lanes.
 //
 // The scales multiply in 16 bits: a unit's product sum (4 * 63 * 128 at most) and a Q8_K 16-sum
 // fit in int16, so VPDPWSSD (or VPMADDWD on the pair sums, scaled_dot) adds exactly sum * scale
 // to the lane, one instruction instead of VPMULLD's two and an add.
+template <typename Decoded>
+concept MinsApart = requires {
+    Decoded::kMinsApart;
+};
+
 template <typename Decoded, int NC, int NG = 1>
 void tile_lanes(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
                 float *out) {
     using Terms = typename Decoded::Terms;
     const size_t col = column_block<Terms>();
     Floats lanes[NG][NC][8]{};  // ggml's 8 float accumulators per row
+    Floats mins[NG][MinsApart<Decoded> ? NC : 1]{};
     auto one_block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
         auto &acc = lanes[g];
         const std::byte *a = panel + size_t(b) * NC * col;
@@ -401,6 +411,9 @@ void tile_lanes(const std::byte *group, size_t stride, int64_t n_blocks, const s
                                                      block.sub_scale(2 * chunk + u / 4));
         };
         auto da = [&](int c) { return load_f32(a + NC * QK_K + 4 * c); };
+        if constexpr (MinsApart<Decoded>) {
+            for (int c = 0; c < NC; ++c) mins[g][c] = block.add_mins(mins[g][c], terms(c), da(c));
+        }
         if constexpr (NC <= kStreamColumns) {
             // Generation: one lane at a time through the 8 chunks, so that only its unit, its
             // sums and its scales are live (the integer sums are exact: the order does not change
@@ -451,8 +464,9 @@ void tile_lanes(const std::byte *group, size_t stride, int64_t n_blocks, const s
     for (int g = 0; g < NG; ++g) {
         for (int c = 0; c < NC; ++c) {
             const Floats *acc = lanes[g][c];
-            const Floats sum =
+            Floats sum =
                 ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+            if constexpr (MinsApart<Decoded>) sum = sum + mins[g][c];
             sum.store(out + (g * NC + c) * kGroupRows);
         }
     }
@@ -488,6 +502,43 @@ struct Q2KDecoded {
         const Ints mins = dot_s16(Ints::zero(), scales.pairs[m], Ints::broadcast32(terms + 4 * m));
         acc = fmadd(Floats::from_ints(mins), dmin * Floats::splat(-da), acc);
         return fmadd(Floats::from_ints(lane), d * Floats::splat(da), acc);
+    }
+};
+
+// A Q5_K group block for tile_lanes (Q4KUnits' layout): unit u of chunk j is unit u of sub-block
+// j, whose scale multiplies it. Lanes start at 0 and enter with d_w * d_a; the mins (min_j times
+// the 32-sum of sub-block j) are summed apart, times -dmin_w * d_a in one fused step per block, as
+// ggml's `summs += dmin * sum` compiles in llama.cpp's x86 builds.
+struct Q5KDecoded {
+    using Terms = Q4KTerms;
+    using Units = Q4KUnits<true>;
+    static constexpr bool kMinsApart = true;
+    static constexpr size_t kGroupBlock = Units::kGroupBlock;
+    static constexpr int kMaxLevel = Units::kMaxLevel;
+    static constexpr size_t kStreamAhead = qgemm::kStreamAhead;
+
+    const std::byte *w;
+    Scale16 scale[8];
+
+    explicit Q5KDecoded(const std::byte *group_block) : w(group_block) {
+        for (int j = 0; j < 8; ++j) scale[j] = q4k_scale(w + Units::kScales, j);
+    }
+    Ints levels(int chunk, int u) const { return Units::unit(w, chunk, u); }
+    Scale16 sub_scale(int sub) const {
+        return scale[sub / 2];
+    }  // (tile_lanes counts 16-element
+       // sub-blocks)
+    static Ints start(const std::byte *, int) { return Ints::zero(); }
+    Floats finish(Floats acc, Ints lane, const std::byte *, int, float da) const {
+        return fmadd(Floats::from_ints(lane), Floats::load_f16(w) * Floats::splat(da), acc);
+    }
+    Floats add_mins(Floats summs, const std::byte *terms, float da) const {
+        Ints m = Ints::zero();
+        for (int i = 0; i < 4; ++i) {
+            m = dot_s16(m, q4k_min_pair(w + Units::kScales, i), Ints::broadcast32(terms + 4 * i));
+        }
+        const Floats dmin = Floats::load_f16(w + 2 * kRepackRows);
+        return fmadd(Floats::from_ints(m), dmin * Floats::splat(-da), summs);
     }
 };
 
@@ -548,9 +599,9 @@ struct Q6KDecoded {
     }
 };
 
-template <bool kFifthBit, size_t... I>
+template <size_t... I>
 constexpr std::array<Tile, kPanel> q4k_tiles(std::index_sequence<I...>) {
-    return {tile_q4k<kFifthBit, int(I) + 1>...};
+    return {tile_q4k<int(I) + 1>...};
 }
 template <size_t... I>
 constexpr std::array<Tile, kPanel> q3k_tiles(std::index_sequence<I...>) {
@@ -581,9 +632,9 @@ const Format kFormatQ2_K =
     q8k_format<SubBlockPairTerms>(lane_tiles<Q2KDecoded>(kPanelWidths), nullptr);
 const Format kFormatQ3_K = q8k_format<SubBlockPairTerms>(q3k_tiles(kPanelWidths), nullptr);
 const Format kFormatQ4_K =
-    q8k_format<Q4KTerms>(q4k_tiles<false>(kPanelWidths), tile_q4k<false, 1, kStreamGroups>);
-const Format kFormatQ5_K =
-    q8k_format<Q4KTerms>(q4k_tiles<true>(kPanelWidths), tile_q4k<true, 1, kStreamGroups>);
+    q8k_format<Q4KTerms>(q4k_tiles(kPanelWidths), tile_q4k<1, kStreamGroups>);
+const Format kFormatQ5_K = q8k_format<Q4KTerms>(lane_tiles<Q5KDecoded>(kPanelWidths),
+                                                tile_lanes<Q5KDecoded, 1, kStreamGroups>);
 const Format kFormatQ6_K = q8k_format<Q6KTerms>(lane_tiles<Q6KDecoded>(kPanelWidths),
                                                 tile_lanes<Q6KDecoded, 1, kStreamGroups>);
 #else

@@ -193,27 +193,34 @@ float q3k_expected(const std::byte *row, const std::byte *column, int64_t K) {
     return acc;
 }
 
-// Q4_K and Q5_K (`Block`): per super-block the exact integer sums of levels times scales and of
-// mins times activation sums, then one fma each.
+// Sub-block j's 6-bit scale and min in a Q4_K / Q5_K block's 12 scale bytes.
+std::pair<int, int> q4k_scale_min(const uint8_t *s, int j) {
+    const int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+    const int mn = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    return {sc, mn};
+}
+
+// Element l of sub-block j of a Q4_K or Q5_K block.
 template <typename Block>
+int q4k_level(const Block &x, int j, int l) {
+    const uint8_t byte = x.qs[32 * (j / 2) + l];
+    int level = j % 2 == 0 ? byte & 0x0F : byte >> 4;
+    if constexpr (std::is_same_v<Block, quant::BlockQ5K>) level |= ((x.qh[l] >> j) & 1) << 4;
+    return level;
+}
+
+// Q4_K: per super-block the exact integer sums of levels times scales and of mins times
+// activation sums, then one fma each.
 float q4k_expected(const std::byte *row, const std::byte *column, int64_t K) {
-    constexpr bool kFifthBit = std::is_same_v<Block, quant::BlockQ5K>;
     const auto *y = reinterpret_cast<const quant::BlockQ8K *>(column);
     float acc = 0.0f;
     for (int64_t b = 0; b < K / 256; ++b) {
-        const auto &x = reinterpret_cast<const Block *>(row)[b];
+        const auto &x = reinterpret_cast<const quant::BlockQ4K *>(row)[b];
         int32_t sumi = 0, summ = 0;
         for (int j = 0; j < 8; ++j) {
-            const uint8_t *s = x.scales;
-            const int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-            const int mn = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+            const auto [sc, mn] = q4k_scale_min(x.scales, j);
             int32_t isum = 0;
-            for (int l = 0; l < 32; ++l) {
-                const uint8_t byte = x.qs[32 * (j / 2) + l];
-                int level = j % 2 == 0 ? byte & 0x0F : byte >> 4;
-                if constexpr (kFifthBit) level |= ((x.qh[l] >> j) & 1) << 4;
-                isum += level * y[b].qs[32 * j + l];
-            }
+            for (int l = 0; l < 32; ++l) isum += q4k_level(x, j, l) * y[b].qs[32 * j + l];
             sumi += sc * isum;
             summ += mn * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
         }
@@ -222,6 +229,30 @@ float q4k_expected(const std::byte *row, const std::byte *column, int64_t K) {
         acc = std::fma(float(summ), fp16_to_f32(x.dmin) * -da, acc);
     }
     return acc;
+}
+
+// ggml's AVX2 Q5_K order: lane m holds elements 4m .. 4m + 3 of every sub-block, level * q8 times
+// the sub-block's scale, through its own float accumulator (times d_w * d_a per block); the mins
+// times the sub-blocks' sums go to one more float, `summs` (fused with -dmin_w * d_a per block),
+// added after the lanes' hsum_float_8.
+float q5k_expected(const std::byte *row, const std::byte *column, int64_t K) {
+    const auto *y = reinterpret_cast<const quant::BlockQ8K *>(column);
+    float acc[8] = {}, summs = 0.0f;
+    for (int64_t b = 0; b < K / 256; ++b) {
+        const auto &x = reinterpret_cast<const quant::BlockQ5K *>(row)[b];
+        int32_t lane[8] = {}, summ = 0;
+        for (int j = 0; j < 8; ++j) {
+            const auto [sc, mn] = q4k_scale_min(x.scales, j);
+            for (int l = 0; l < 32; ++l)
+                lane[l / 4] += sc * q4k_level(x, j, l) * y[b].qs[32 * j + l];
+            summ += mn * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
+        }
+        const float d = fp16_to_f32(x.d) * y[b].d;
+        for (int m = 0; m < 8; ++m) acc[m] = std::fma(float(lane[m]), d, acc[m]);
+        summs = std::fma(float(summ), fp16_to_f32(x.dmin) * -y[b].d, summs);
+    }
+    return (((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))) +
+           summs;
 }
 
 int q6k_level(const quant::BlockQ6K &x, int e) {
@@ -280,8 +311,8 @@ float expected_element(DType type, const std::byte *row, const float *x, int64_t
     const std::vector<std::byte> column = quantize_column(type, x, K);
     if (type == DType::Q2_K) return lanes_expected<quant::BlockQ2K>(row, column.data(), K);
     if (type == DType::Q3_K) return q3k_expected(row, column.data(), K);
-    if (type == DType::Q4_K) return q4k_expected<quant::BlockQ4K>(row, column.data(), K);
-    if (type == DType::Q5_K) return q4k_expected<quant::BlockQ5K>(row, column.data(), K);
+    if (type == DType::Q4_K) return q4k_expected(row, column.data(), K);
+    if (type == DType::Q5_K) return q5k_expected(row, column.data(), K);
     if (type == DType::Q6_K) return lanes_expected<quant::BlockQ6K>(row, column.data(), K);
     if (type == DType::MXFP4 || type == DType::IQ4_NL)
         return lut4_expected(type, row, column.data(), K);
