@@ -7,9 +7,7 @@
 # are committed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-shared="$here/../../../../../shared"
-ref="$shared/tools/llamacpp-ref/llamacpp-ref.mjs"
-loom=${LOOM:-$here/../../../../build/release/tools/loom/loom}
+. "$here/../llamacpp_ref.sh"
 keep=8
 n_vocab=1024
 tmp=$(mktemp -d)
@@ -21,12 +19,7 @@ generate() {  # generate NAME MODEL
     for kv in f32 f16; do
         node "$ref" logits --model "$2" --tokens "$tokens" --all --bin "$tmp/all.f32" --kv "$kv" \
             --fa off --ctx 256 --batch 40 --threads 2 >/dev/null
-        python3 - "$tmp/all.f32" "$here/$1.$kv.f32" "$keep" "$n_vocab" <<'PY'
-import sys
-src, dst, keep, n_vocab = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-data = open(src, "rb").read()
-open(dst, "wb").write(data[len(data) - keep * n_vocab * 4:])
-PY
+        keep_last_rows "$tmp/all.f32" "$here/$1.$kv.f32" "$keep" "$n_vocab"
     done
 }
 

@@ -8,9 +8,7 @@
 # committed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-shared="$here/../../../../../shared"
-ref="$shared/tools/llamacpp-ref/llamacpp-ref.mjs"
-loom=${LOOM:-$here/../../../../build/release/tools/loom/loom}
+. "$here/../llamacpp_ref.sh"
 keep=8
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -20,12 +18,7 @@ generate() {  # generate NAME MODEL TOKENS N_CTX N_VOCAB TYPE
     n=$(echo "$3" | tr ',' '\n' | wc -l)
     node "$ref" logits --model "$2" --tokens "$3" --all --bin "$tmp/all.f32" --kv "$6" --fa on \
         --ctx "$4" --batch "$n" --threads 2 >/dev/null
-    python3 - "$tmp/all.f32" "$here/$1.$6.f32" "$keep" "$5" <<'PY'
-import sys
-src, dst, keep, n_vocab = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-data = open(src, "rb").read()
-open(dst, "wb").write(data[len(data) - keep * n_vocab * 4:])
-PY
+    keep_last_rows "$tmp/all.f32" "$here/$1.$6.f32" "$keep" "$5"
 }
 fixture() {  # fixture NAME TYPE...
     local case="$shared/fixtures/$1/case.json" tokens n_ctx n_vocab name=$1
