@@ -11,6 +11,10 @@
 #include "core/cpu/simd.h"
 #include "loom/fp16.h"
 
+// Builds without AVX pass the 8-lane vectors in memory; GCC warns that this ABI differs from an
+// AVX build's (a note stays), which does not matter for functions private to this file.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 namespace loom::cpu::inline LOOM_ISA::gemm {
 namespace {
 
