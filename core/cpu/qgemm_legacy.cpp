@@ -7,14 +7,14 @@
 // (core/cpu/repack.h). Nibble unit t holds elements 4t..4t+3 in its low nibbles and
 // 16+4t..16+4t+3 in its high ones; Q8_0 unit t holds elements 4t..4t+3 as 128 + q.
 //
-// All are unsigned against the signed activations, as VPDPBUSD wants, so a block's sum is
-// sum(u * a) - offset * sum(a) with offset 8 (Q4_0), 16 (Q5_0), 128 (Q8_0) or 0 (Q4_1, Q5_1,
-// whose values are d * u + m): the panel's per-block term is -offset * sum(a), which starts each
-// lane's sum (Q8_0 without VNNI: see kQ8Offset). Q4_1 / Q5_1 take Q8_1 columns, whose s = d_a *
-// sum(a) (rounded to F16, as llama.cpp keeps it) is that term instead, summed apart as ggml
-// does: per block acc = fma(float(sum), d_w * d_a, acc) and acc_min = fma(m_w, s_a, acc_min),
-// then acc + acc_min. (The two largely cancel: interleaved in one sum they round differently
-// enough from llama.cpp's that an 8-bit activation step moves, NMSE 6e-5 on llama-q-q4_1.)
+// The nibble formats are unsigned against the signed activations, as VPDPBUSD wants, so a block's
+// sum is sum(u * a) - offset * sum(a) with offset 8 (Q4_0), 16 (Q5_0) or 0 (Q4_1, Q5_1, whose
+// values are d * u + m): the panel's per-block term is -offset * sum(a), which starts each lane's
+// sum. Q4_1 / Q5_1 take Q8_1 columns, whose s = d_a * sum(a) (rounded to F16, as llama.cpp keeps
+// it) is that term instead, summed apart as ggml does: per block acc = fma(float(sum), d_w * d_a,
+// acc) and acc_min = fma(m_w, s_a, acc_min), then acc + acc_min. (The two largely cancel:
+// interleaved in one sum they round differently enough from llama.cpp's that an 8-bit activation
+// step moves, NMSE 6e-5 on llama-q-q4_1.) Q8_0 keeps ggml's AVX2 lanes (tile_q8_0).
 #include <cstring>
 #include <utility>
 
@@ -34,11 +34,6 @@ using q8_0_panel::kColumnBlock;
 using q8_0_panel::prepare;
 using q8_0_panel::prepare_q8_1;
 
-// Q8_0's unsigned 128 + q goes to VPDPBUSD where the build has it; without VNNI, whose emulation
-// multiplies unsigned bytes up to 127 only, the tile takes q back (the XOR) and multiplies signed
-// bytes, and the panel's term is 0.
-constexpr int kQ8Offset = kVnni ? 128 : 0;
-
 // What a tile needs to know of each format's group block.
 enum class Legacy { q4_0, q4_1, q5_0, q5_1, q8_0 };
 template <Legacy F>
@@ -56,13 +51,14 @@ struct GroupBlock {
     static constexpr size_t kMins = 2 * kRepackRows;  // after the scales
     static constexpr size_t kFifthBits = (kMin ? 4 : 2) * kRepackRows;
     static constexpr size_t kQuants = kBytes - kRepackRows * (kNibbles ? 16 : 32);
-    static constexpr int kMaxLevel = !kNibbles ? 255 : kFifthBit ? 31 : 15;
+    static constexpr int kMaxLevel = kFifthBit ? 31 : 15;  // of the nibble formats
 };
 
 template <Legacy F, int NC, int NG = 1>
 void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
           float *out) {
     using G = GroupBlock<F>;
+    static_assert(G::kNibbles, "Q8_0 has tile_q8_0");
     const Ints low4 = Ints::splat8(0x0F);
     const Ints bit4 = Ints::splat8(0x10);
     Floats sums[NG][NC]{};
@@ -74,31 +70,21 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
         const Floats dw = Floats::load_f16(w);
         // Unit t: elements 4t..4t+3 of the 16 rows.
         auto unit = [&](const std::byte *wb, int t) [[gnu::always_inline]] {
-            if constexpr (G::kNibbles) {
-                const Ints v = Ints::load(wb + G::kQuants + 64 * (t % 4));
-                Ints q = (t < 4 ? v : srli16(v, 4)) & low4;
-                if constexpr (G::kFifthBit) {
-                    // bit 8i + t of a row's word: element 4t + i, to bit 4 of byte i; bit 8i +
-                    // 4
-                    // + t: element 16 + 4t + i (repack.cpp's order)
-                    const Ints h = Ints::load(wb + G::kFifthBits);
-                    q = q | ((t < 4 ? slli16(h, 4 - t) : srli16(h, t - 4)) & bit4);
-                }
-                return q;
-            } else {
-                const Ints q = Ints::load(wb + G::kQuants + 64 * t);
-                return kVnni ? q : q ^ Ints::splat8(int8_t(0x80));
+            const Ints v = Ints::load(wb + G::kQuants + 64 * (t % 4));
+            Ints q = (t < 4 ? v : srli16(v, 4)) & low4;
+            if constexpr (G::kFifthBit) {
+                // bit 8i + t of a row's word: element 4t + i, to bit 4 of byte i; bit 8i + 4 + t:
+                // element 16 + 4t + i (repack.cpp's order)
+                const Ints h = Ints::load(wb + G::kFifthBits);
+                q = q | ((t < 4 ? slli16(h, 4 - t) : srli16(h, t - 4)) & bit4);
             }
+            return q;
         };
         auto column = [&](int c, auto q) [[gnu::always_inline]] {
             const std::byte *term = a + NC * (kBlock + 4) + 4 * c;
             Ints sum = G::kMin ? Ints::zero() : Ints::broadcast32(term);
             auto x = [&](int t) { return Ints::broadcast32(a + c * kBlock + 4 * t); };
-            if constexpr (G::kNibbles || kVnni) {
-                sum = dot_units<8, G::kMaxLevel>(sum, q, x);
-            } else {
-                sum = dot_signed_units<8>(sum, q, x);
-            }
+            sum = dot_units<8, G::kMaxLevel>(sum, q, x);
             const Floats scale = dw * Floats::splat(load_f32(a + NC * kBlock + 4 * c));
             acc[c] = fmadd(Floats::from_ints(sum), scale, acc[c]);
             if constexpr (G::kMin) {
@@ -117,9 +103,53 @@ void tile(const std::byte *group, size_t stride, int64_t n_blocks, const std::by
     store_sums(sums, out);
 }
 
+// Q8_0 in the float order of ggml's AVX2 ggml_vec_dot_q8_0_q8_0, the kernel llama.cpp runs for
+// it on x86 (it has no repacked Q8_0 there): unit t of a block (elements 4t .. 4t + 3) is its lane
+// t, whose integer sum goes, times d_w * d_a, into the lane's own float accumulator; the 8 are
+// added at the end as hsum_float_8. Signed bytes against signed bytes (SignedUnit), with or
+// without VNNI, so the panel's term is 0.
+template <int NC, int NG = 1>
+void tile_q8_0(const std::byte *group, size_t stride, int64_t n_blocks, const std::byte *panel,
+               float *out) {
+    using G = GroupBlock<Legacy::q8_0>;
+    Floats lanes[NG][NC][8]{};
+    auto one_block = [&](int g, const std::byte *w, int64_t b) LOOM_INLINE_LAMBDA {
+        auto &acc = lanes[g];
+        prefetch_weights<G::kBytes, NC>(w);
+        const std::byte *a = panel + size_t(b) * NC * kColumnBlock;
+        const Floats dw = Floats::load_f16(w);
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; ++t) {
+            // the repacked 128 + q back to q
+            const SignedUnit q =
+                SignedUnit::of(Ints::load(w + G::kQuants + 64 * t) ^ Ints::splat8(int8_t(0x80)));
+            for (int c = 0; c < NC; ++c) {
+                const Ints sum =
+                    dot_s8s8(Ints::zero(), q, Ints::broadcast32(a + c * kBlock + 4 * t));
+                const Floats scale = dw * Floats::splat(load_f32(a + NC * kBlock + 4 * c));
+                acc[c][t] = fmadd(Floats::from_ints(sum), scale, acc[c][t]);
+            }
+        }
+    };
+    for_blocks<NG, G::kBytes>(group, stride, n_blocks, one_block);
+    Floats sums[NG][NC];
+    for (int g = 0; g < NG; ++g) {
+        for (int c = 0; c < NC; ++c) {
+            const Floats *acc = lanes[g][c];
+            sums[g][c] =
+                ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+        }
+    }
+    store_sums(sums, out);
+}
+
 template <Legacy F, size_t... I>
 constexpr std::array<Tile, kPanel> tiles(std::index_sequence<I...>) {
     return {tile<F, int(I) + 1>...};
+}
+template <size_t... I>
+constexpr std::array<Tile, kPanel> q8_0_tiles(std::index_sequence<I...>) {
+    return {tile_q8_0<int(I) + 1>...};
 }
 constexpr auto kPanelWidths = std::make_index_sequence<kPanel>();
 
@@ -152,9 +182,9 @@ const Format kFormatQ5_1{.act_type = DType::Q8_1,
 const Format kFormatQ8_0{.act_type = DType::Q8_0,
                          .block = kBlock,
                          .extra = 1,
-                         .prepare = prepare<kQ8Offset>,
-                         .tiles = tiles<Legacy::q8_0>(kPanelWidths),
-                         .streams = tile<Legacy::q8_0, 1, kStreamGroups>};
+                         .prepare = prepare<0>,
+                         .tiles = q8_0_tiles(kPanelWidths),
+                         .streams = tile_q8_0<1, kStreamGroups>};
 #else
 const Format kFormatQ4_0{}, kFormatQ4_1{}, kFormatQ5_0{}, kFormatQ5_1{}, kFormatQ8_0{};
 #endif

@@ -106,7 +106,25 @@ Level level(DType type, const std::byte *block, int i) {
 
 // qgemm.h's order, from the file's bytes: exact integer block sums, then one fma per block (and
 // for Q4_1 / Q5_1 a sum of the minimums times the column's s, added last).
+// Q8_0 as ggml's AVX2 vec_dot: lane t of each block holds elements 4t .. 4t + 3, each lane its own
+// float accumulator (fused with d_w * d_a per block), added as hsum_float_8.
+float q8_0_expected(const std::byte *row, const std::byte *column, int64_t K) {
+    const auto *x = reinterpret_cast<const quant::BlockQ8_0 *>(row);
+    const auto *y = reinterpret_cast<const quant::BlockQ8_0 *>(column);
+    float acc[8] = {};
+    for (int64_t b = 0; b < K / 32; ++b) {
+        const float d = fp16_to_f32(x[b].d) * fp16_to_f32(y[b].d);
+        for (int t = 0; t < 8; ++t) {
+            int32_t lane = 0;
+            for (int i = 4 * t; i < 4 * t + 4; ++i) lane += x[b].qs[i] * y[b].qs[i];
+            acc[t] = std::fma(float(lane), d, acc[t]);
+        }
+    }
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
 float legacy_expected(DType type, const std::byte *row, const std::byte *column, int64_t K) {
+    if (type == DType::Q8_0) return q8_0_expected(row, column, K);
     const bool with_min = type == DType::Q4_1 || type == DType::Q5_1;
     const size_t block_bytes = traits(type).type_size;
     const size_t column_block = with_min ? sizeof(quant::BlockQ8_1) : sizeof(quant::BlockQ8_0);

@@ -1,10 +1,10 @@
 // Unfused attention (flash attention off, Loom's default) on shapes none of the shared fixtures
 // has, against llama.cpp's logits (attention_order/generate.sh): 3 query heads per KV head, and
-// 80-value heads, whose scores end with 16 terms past the last whole step of 32. With weights whose
-// products Loom computes as llama.cpp does, the scores, probabilities and V products summed in
-// llama.cpp's orders (SumOrder) give its logits to the bit here; summed in k order, one rounding of
-// a probability moved an 8-bit activation by a step and the logits by NMSE 3e-4 (Q6_K, 768 wide,
-// from position 11).
+// 80-value heads, whose scores end with 16 terms past the last whole step of 32. With weights
+// whose products Loom computes as llama.cpp does (Q4_0, Q2_K, Q5_K, Q6_K, Q8_0), the scores,
+// probabilities and V products summed in llama.cpp's orders (SumOrder) give its logits to the bit
+// here; summed in k order, one rounding of a probability moved an 8-bit activation by a step and
+// the logits by NMSE 3e-4 (Q6_K, 768 wide, from position 11).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -104,16 +104,16 @@ TEST_P(AttentionOrder, MatchesLlamaCpp) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, AttentionOrder,
-                         ::testing::Values(OrderCase{"gqa3", DType::Q4_0, DType::F32},
-                                           OrderCase{"gqa3", DType::Q4_0, DType::F16},
-                                           OrderCase{"gqa3", DType::Q6_K, DType::F32},
-                                           OrderCase{"gqa3", DType::Q6_K, DType::F16},
-                                           OrderCase{"gqa3", DType::Q2_K, DType::F32},
-                                           OrderCase{"gqa3", DType::Q2_K, DType::F16},
-                                           OrderCase{"head80", DType::Q4_0, DType::F32},
-                                           OrderCase{"head80", DType::Q4_0, DType::F16}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AttentionOrder,
+    ::testing::Values(
+        OrderCase{"gqa3", DType::Q4_0, DType::F32}, OrderCase{"gqa3", DType::Q4_0, DType::F16},
+        OrderCase{"gqa3", DType::Q6_K, DType::F32}, OrderCase{"gqa3", DType::Q6_K, DType::F16},
+        OrderCase{"gqa3", DType::Q2_K, DType::F32}, OrderCase{"gqa3", DType::Q2_K, DType::F16},
+        OrderCase{"gqa3", DType::Q5_K, DType::F32}, OrderCase{"gqa3", DType::Q5_K, DType::F16},
+        OrderCase{"gqa3", DType::Q8_0, DType::F32}, OrderCase{"gqa3", DType::Q8_0, DType::F16},
+        OrderCase{"head80", DType::Q4_0, DType::F32}, OrderCase{"head80", DType::Q4_0, DType::F16}),
+    case_name);
 
 }  // namespace
 }  // namespace loom::engine

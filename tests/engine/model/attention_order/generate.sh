@@ -24,7 +24,7 @@ generate() {  # generate NAME MODEL
 }
 
 # kShapes in attention_order_tests.cpp
-for type in Q4_0 Q6_K Q2_K; do
+for type in Q4_0 Q6_K Q2_K Q5_K Q8_0; do
     "$loom" gguf synth --type "$type" --n-vocab "$n_vocab" --n-embd 768 --n-layer 2 --n-head 12 \
         --n-head-kv 4 --n-ff 1024 --seed 321 "$tmp/m.gguf" >/dev/null
     generate "gqa3.$type" "$tmp/m.gguf"
