@@ -354,10 +354,19 @@ stop_server
 # Shutdown: SIGHUP is ignored mid-request; SIGTERM lets the request in flight finish (new ones
 # get 503) and exits 0; with a short --shutdown-timeout the request left is cancelled, still 0.
 long='{"prompt": "Once upon a time", "max_tokens": 2000, "logit_bias": {"2": -100}}'
-start_server --parallel 1 --ctx-size 4096 --shutdown-timeout 20
+# Until the slot has taken the long request: signalled before that (a loaded CI machine can take
+# longer than a fixed sleep to get it there), the server has nothing to drain and is gone.
+wait_processing() {
+    for _ in $(seq 200); do
+        curl -s "$url/slots" | grep -q '"is_processing":true' && return 0
+        sleep 0.05
+    done
+    fail "the long request never reached the slot"
+}
+start_server --parallel 1 --ctx-size 4096 --shutdown-timeout 20 --slots
 curl -s -o "$tmp/long1" -d "$long" "$url/v1/completions" &
 client=$!
-sleep 0.3
+wait_processing
 kill -HUP "$pid"
 sleep 0.2
 kill -0 "$pid" 2>/dev/null || fail "SIGHUP stopped the server"
@@ -371,10 +380,10 @@ node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1]));
     "$tmp/long1" || fail "the request in flight did not finish after SIGTERM"
 wait "$pid" || fail "exit code $? after draining: $(cat "$tmp/server.log")"
 pid=""
-start_server --parallel 1 --ctx-size 4096 --shutdown-timeout 0.2
+start_server --parallel 1 --ctx-size 4096 --shutdown-timeout 0.2 --slots
 curl -s -o "$tmp/long2" -d "$long" "$url/v1/completions" &
 client=$!
-sleep 0.3
+wait_processing
 started=$(date +%s%N)
 kill -TERM "$pid"
 wait "$pid" || fail "exit code $? after the shutdown timeout: $(cat "$tmp/server.log")"
