@@ -47,7 +47,7 @@ bench: configure-release
 # pass at every level this CPU runs, forced one after the other with LOOM_ISA. The baseline level
 # (SSE2) sums in the generic order, not in the order of the AVX2 kernels llama.cpp's fixtures came
 # from, so there the tests that hold Loom to those fixtures' roundings are left out.
-BASELINE_SKIPS := Fixtures/Parity.*:Fixtures/ExactParity.*:Fixtures/SlidingWindow.SmallWindowCacheStillMatchesLlamaCpp/*
+BASELINE_SKIPS := Fixtures/Parity.*:Fixtures/ExactParity.*:Fixtures/SlidingWindow.SmallWindowCacheStillMatchesLlamaCpp/*:Shapes/AttentionOrder.*
 BUILD_PORTABLE := build/portable
 PORTABLE_TESTS ?= loom-engine-tests loom-quant-tests
 test-portable: setup
