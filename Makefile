@@ -46,8 +46,12 @@ bench: configure-release
 # (tests/tools/check_portable.sh), and the engine's tests (llama.cpp parity, batch invariance)
 # pass at every level this CPU runs, forced one after the other with LOOM_ISA. The baseline level
 # (SSE2) sums in the generic order, not in the order of the AVX2 kernels llama.cpp's fixtures came
-# from, so there the tests that hold Loom to those fixtures' roundings are left out.
-BASELINE_SKIPS := Fixtures/Parity.*:Fixtures/ExactParity.*:Fixtures/SlidingWindow.SmallWindowCacheStillMatchesLlamaCpp/*:Shapes/AttentionOrder.*
+# from, so there the tests that hold Loom to those fixtures' roundings are left out. At every
+# level, attention_order_tests.cpp is left out too: its models are written by the build's own
+# `gguf synth`, whose random weights come out in other last bits from an x86-64 build than from
+# the -march=native one that wrote the files its llama.cpp references came from.
+BASELINE_SKIPS := Fixtures/Parity.*:Fixtures/ExactParity.*:Fixtures/SlidingWindow.SmallWindowCacheStillMatchesLlamaCpp/*
+PORTABLE_SKIPS := Shapes/AttentionOrder.*
 BUILD_PORTABLE := build/portable
 PORTABLE_TESTS ?= loom-engine-tests loom-quant-tests
 test-portable: setup
@@ -60,7 +64,7 @@ test-portable: setup
 		echo "== $$level"; \
 		for t in $(PORTABLE_TESTS); do \
 			LOOM_ISA=$$level ./$(BUILD_PORTABLE)/tests/$$t --gtest_brief=1 \
-				$$([ $$level = baseline ] && echo "--gtest_filter=-$(BASELINE_SKIPS)") || exit 1; \
+				--gtest_filter=-$(PORTABLE_SKIPS)$$([ $$level = baseline ] && echo ":$(BASELINE_SKIPS)") || exit 1; \
 		done; \
 	done
 
