@@ -286,20 +286,20 @@ void few_columns_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const S
         x[c] = buf;
     }
     if (job.a_grouped) {
-        // From mb, a panel's first row, two groups at a time (two streams, as qgemm.h's
-        // kStreamGroups) where their sums take at most 8 registers (AVX2: one or two columns),
-        // else one.
+        // From mb, a panel's first row; in pairs where their sums take at most 8 registers
+        // (AVX2: one or two columns).
+        LOOM_ASSERT((me - mb) % kRepackRows == 0);  // grouped weights have whole groups
         const size_t group_bytes = job.a_nb1 * size_t(kRepackRows);
-        const int64_t most = 2 * kGroupVectors * nx <= 8 ? 2 : 1;
-        for (int64_t m = mb, groups = 0; m < me; m += groups * kRepackRows) {
-            LOOM_ASSERT((me - m) % kRepackRows == 0);  // grouped weights have whole groups
-            groups = std::min(most, (me - m) / kRepackRows);
-            float *dm[kNarrowMaxN];
-            for (int c = 0; c < nx; ++c) dm[c] = job.cols.dst_row(c) + m;
-            weight_ops(job.a_type)
-                .narrow_grouped[size_t(groups - 1)][size_t(nx - 1)](
-                    job.a + size_t(m / kRepackRows) * group_bytes, group_bytes, K, x, dm);
-        }
+        const auto &kernels = weight_ops(job.a_type).narrow_grouped;
+        grouped_in_halves(
+            job.cols, nx, mb / kRepackRows, me / kRepackRows, 2 * kGroupVectors * nx <= 8,
+            [&](int64_t g, int64_t half, float *const *d) {
+                kernels[1][size_t(nx - 1)](job.a + size_t(g) * group_bytes,
+                                           size_t(half) * group_bytes, K, x, d);
+            },
+            [&](int64_t g, float *const *d) {
+                kernels[0][size_t(nx - 1)](job.a + size_t(g) * group_bytes, group_bytes, K, x, d);
+            });
         return;
     }
     const NarrowKernel kernel = weight_ops(job.a_type).narrow[size_t(nx - 1)];

@@ -252,12 +252,15 @@ void bf16_pair_rows(const Job &job, int64_t K, int64_t mb, int64_t me, const Scr
     float *dm[kNarrowMaxN];
     if (job.a_grouped) {
         const size_t group_bytes = job.a_nb1 * size_t(kRepackRows);
-        for (int64_t m = mb; m < me; m += 2 * VL) {
-            const int groups = me - m >= 2 * VL ? 2 : 1;
-            for (int c = 0; c < nx; ++c) dm[c] = job.cols.dst_row(c) + m;
-            kGroups[groups - 1][nx - 1](job.a + size_t(m / kRepackRows) * group_bytes, group_bytes,
-                                        K, x, dm);
-        }
+        grouped_in_halves(
+            job.cols, nx, mb / kRepackRows, me / kRepackRows, true,
+            [&](int64_t g, int64_t half, float *const *d) {
+                kGroups[1][nx - 1](job.a + size_t(g) * group_bytes, size_t(half) * group_bytes, K,
+                                   x, d);
+            },
+            [&](int64_t g, float *const *d) {
+                kGroups[0][nx - 1](job.a + size_t(g) * group_bytes, group_bytes, K, x, d);
+            });
         return;
     }
     for (int64_t m = mb; m < me; m += VL) {
