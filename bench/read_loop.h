@@ -1,12 +1,18 @@
 #pragma once
 // The read loop the benchmarks call the memory bound, on the thread pool the CPU backend runs its
-// kernels on. Issue 22 asks for a loop that reads as fast as the best kernel does, so this one
-// reads like the kernels: each thread walks its share as four streams 128 KiB apart in lockstep,
-// two cache lines of each at a time, prefetching 2 KiB ahead in each (the kernels read 16-row
-// groups with the same prefetch distance, core/cpu/qgemm.h). On the AMD EPYC (Zen 5) of
-// docs/PERFORMANCE.md, over 1 GiB on two threads, that reads 81-86 GB/s where one plain
-// sequential stream per thread reads 76-79 (`sum_plain`, the loop before; loom-bench-matmul's
-// read_bw_plain case keeps it for the comparison), one stream with the prefetch 69-74.
+// kernels on. Issue 22 asks for a loop that reads as fast as the best kernel does, and which way
+// of reading is fastest differs between CPUs, so the bound is the fastest of three loops, each
+// run once (fastest_read_seconds):
+// - four streams per thread 128 KiB apart in lockstep, two cache lines of each at a time,
+//   prefetching 2 KiB ahead in each, as the kernels read their 16-row groups (core/cpu/qgemm.h).
+//   On the Zen 5 EPYC of docs/PERFORMANCE.md, 1 GiB on two threads: 81-86 GB/s where one plain
+//   sequential stream per thread read 76-79, one stream with the prefetch 69-74;
+// - the same four streams without the prefetch: on the Zen 4 EPYC there, the kernels read faster
+//   without their software prefetches (Q4_0 and Q6_K generation 103-110 % of the loop above);
+// - one plain sequential stream per thread (`sum_plain`, the loop before; loom-bench-matmul's
+//   read_bw_plain case keeps it alone for the comparison).
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <vector>
 
@@ -32,8 +38,9 @@ inline float sum_plain(const float *p, size_t n) {
     return s;
 }
 
-// Four streams of kStreamFloats each, read in lockstep with a prefetch per stream; the share's
-// tail (less than four streams) as one plain stream.
+// Four streams of kStreamFloats each, read in lockstep, with a prefetch per stream or none; the
+// share's tail (less than four streams) as one plain stream.
+template <bool kPrefetch = true>
 inline float sum_streams(const float *p, size_t n) {
     using namespace cpu::simd;
     constexpr int kStreams = 4;
@@ -50,8 +57,10 @@ inline float sum_streams(const float *p, size_t n) {
             for (int s = 0; s < kStreams; ++s) {
                 const float *at = p + base + size_t(s) * kStreamFloats + o;
                 const auto *bytes = reinterpret_cast<const char *>(at);
-                __builtin_prefetch(bytes + kAheadBytes, 0, 3);
-                __builtin_prefetch(bytes + kAheadBytes + 64, 0, 3);
+                if constexpr (kPrefetch) {
+                    __builtin_prefetch(bytes + kAheadBytes, 0, 3);
+                    __builtin_prefetch(bytes + kAheadBytes + 64, 0, 3);
+                }
                 for (size_t v = 0; v < kStep; v += VL) {
                     vf &a = acc[2 * s + (v * 2 / kStep)];
                     a = a + load(at + v);
@@ -64,10 +73,9 @@ inline float sum_streams(const float *p, size_t n) {
     return s;
 }
 
-// One pass over `n` floats on `n_threads` threads of `pool` with `sum` (sum_streams: the bound;
-// sum_plain: the loop before); the sums go to `sink` (one per thread) so that the loads are not
-// optimised away.
-template <float (*Sum)(const float *, size_t) = sum_streams>
+// One pass over `n` floats on `n_threads` threads of `pool` with `Sum`; the sums go to `sink`
+// (one per thread) so that the loads are not optimised away.
+template <float (*Sum)(const float *, size_t)>
 inline void read_pass(cpu::ThreadPool &pool, int n_threads, const float *data, size_t n,
                       std::vector<float> &sink) {
     sink.resize(size_t(n_threads));
@@ -77,6 +85,21 @@ inline void read_pass(cpu::ThreadPool &pool, int n_threads, const float *data, s
         sink[size_t(ith)] = Sum(data + b, e - b);
     });
     asm volatile("" : : "r"(sink.data()) : "memory");
+}
+
+// The bound: the shortest of one pass of each loop over the same floats, in seconds.
+inline double fastest_read_seconds(cpu::ThreadPool &pool, int n_threads, const float *data,
+                                   size_t n, std::vector<float> &sink) {
+    double best = 0;
+    for (auto pass :
+         {read_pass<sum_streams<true>>, read_pass<sum_streams<false>>, read_pass<sum_plain>}) {
+        const auto start = std::chrono::steady_clock::now();
+        pass(pool, n_threads, data, n, sink);
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        best = best == 0 ? s : std::min(best, s);
+    }
+    return best;
 }
 
 }  // namespace loom::bench
