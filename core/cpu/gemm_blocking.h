@@ -12,6 +12,7 @@
 #include "core/cpu/gemm.h"
 #include "core/cpu/repack.h"
 #include "core/cpu/simd.h"
+#include "core/cpu/stream_parts.h"
 
 namespace loom::cpu::inline LOOM_ISA::gemm {
 
@@ -82,27 +83,25 @@ constexpr int64_t kNarrowPrefetchBytes = 1024;
 constexpr size_t kGroupPrefetchBytes = 4096;
 
 // The groups [g0, g1) of grouped weights for few columns, two at a time where `pairs` (two
-// streams, as qgemm.h's kStreamGroups): group g of the run's first half beside group g + half,
-// so that each stream reads its half front to back and its prefetches past a group's end land
-// on the group it reads next (qgemm.cpp's multiply_groups does the same). two(g, half) computes
-// groups g and g + half into the 2 x 16 floats of `pair` per column, which this puts in place;
-// one(g) a group left over.
+// streams, as qgemm.h's kStreamGroups), in the two parts of a StreamParts
+// (core/cpu/stream_parts.h). two(g, stride, d) computes groups g and g + stride into the 2 x 16
+// floats of d's columns, which this puts in place; one(g, d) a group left over.
 template <typename Two, typename One>
 void grouped_in_halves(const Columns &cols, int nx, int64_t g0, int64_t g1, bool pairs, Two two,
                        One one) {
     constexpr int64_t kRows = kRepackRows;
-    const int64_t half = pairs ? (g1 - g0) / 2 : 0;
+    const StreamParts run(g0, g1, pairs ? 2 : 1);
     float pair[kNarrowMaxN][2 * kRows];
     float *dm[kNarrowMaxN];
     for (int c = 0; c < nx; ++c) dm[c] = pair[c];
-    for (int64_t g = g0; g < g0 + half; ++g) {
-        two(g, half, dm);
+    for (int64_t g = run.start(0); g < run.start(1); ++g) {
+        two(g, run.part, dm);
         for (int c = 0; c < nx; ++c) {
             std::copy_n(pair[c], kRows, cols.dst_row(c) + g * kRows);
-            std::copy_n(pair[c] + kRows, kRows, cols.dst_row(c) + (g + half) * kRows);
+            std::copy_n(pair[c] + kRows, kRows, cols.dst_row(c) + (g + run.part) * kRows);
         }
     }
-    for (int64_t g = g0 + 2 * half; g < g1; ++g) {
+    for (int64_t g = run.tail; g < g1; ++g) {
         for (int c = 0; c < nx; ++c) dm[c] = cols.dst_row(c) + g * kRows;
         one(g, dm);
     }

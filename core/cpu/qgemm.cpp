@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/cpu/repack.h"
+#include "core/cpu/stream_parts.h"
 
 namespace loom::cpu::inline LOOM_ISA::qgemm {
 namespace {
@@ -136,31 +137,31 @@ struct Chunks {
     }
 };
 
+// The streams a job's run of groups is read in: kStreamGroups for one column where the format
+// has a stream tile, else one.
+int streams_of(const gemm::Job &job, const Format &f) {
+    return job.n == 1 && f.streams ? kStreamGroups : 1;
+}
+
 // Phase 2 for rows [16 * g0, 16 * g1) of one job, whose panels start at `panels`.
 void multiply_groups(const gemm::Job &job, const Format &f, int64_t K, int64_t g0, int64_t g1,
                      const std::byte *panels, float *out) {
     const int64_t n_blocks = K / f.block;
     const size_t col_bytes = column_bytes(f, K);
     const size_t group_bytes = job.a_nb1 * kGroupRows;
-    int64_t g_tail = g0;  // the groups a stream tile does not take
-    if (job.n == 1 && f.streams) {
-        // One column, nothing to keep in L2: the run is cut into kStreamGroups equal parts, read
-        // side by side, each front to back, so that a tile's prefetches past the end of its
-        // group land on the group its part reads next. (Adjacent groups side by side left the
-        // first kStreamAhead bytes of every other group unprefetched.)
-        const int64_t part = (g1 - g0) / kStreamGroups;
-        const size_t stride = size_t(part) * group_bytes;
-        for (int64_t g = g0; g < g0 + part; ++g) {
-            f.streams(job.a + size_t(g) * group_bytes, stride, n_blocks, panels, out);
-            for (int s = 0; s < kStreamGroups; ++s) {
-                std::memcpy(job.cols.dst_row(0) + (g + s * part) * kGroupRows, out + s * kGroupRows,
-                            kGroupRows * sizeof(float));
-            }
+    // Generation's one column, nothing to keep in L2: the run's parts side by side in stream
+    // tiles, the groups left over in the single-group tiles below.
+    const StreamParts run(g0, g1, streams_of(job, f));
+    const size_t stride = size_t(run.part) * group_bytes;
+    for (int64_t g = run.start(0); g < run.start(1); ++g) {
+        f.streams(job.a + size_t(g) * group_bytes, stride, n_blocks, panels, out);
+        for (int s = 0; s < kStreamGroups; ++s) {
+            std::memcpy(job.cols.dst_row(0) + (g + s * run.part) * kGroupRows, out + s * kGroupRows,
+                        kGroupRows * sizeof(float));
         }
-        g_tail = g0 + kStreamGroups * part;
     }
     const int64_t row_block = std::max<int64_t>(1, int64_t(kRowBlockBytes / group_bytes));
-    for (int64_t gb = g_tail; gb < g1; gb += row_block) {
+    for (int64_t gb = run.tail; gb < g1; gb += row_block) {
         const int64_t ge = std::min(g1, gb + row_block);
         for (int64_t j0 = 0; j0 < job.n; j0 += kPanel) {
             const int nc = int(std::min<int64_t>(kPanel, job.n - j0));
@@ -246,11 +247,10 @@ void run(const ComputeParams &params, const gemm::Problem &problem, DType type, 
     if (n_max <= kStreamColumns && params.ith < chunks_of(job0).count()) {
         const auto [g0, g1] = chunks_of(job0).range(params.ith);
         const size_t group_bytes = job0.a_nb1 * size_t(kGroupRows);
-        // where multiply_groups' streams start (one, where it takes no stream tile)
-        const int n_streams = job0.n == 1 && f.streams ? kStreamGroups : 1;
-        for (int s = 0; s < n_streams; ++s) {
-            const std::byte *start =
-                job0.a + size_t(g0 + s * ((g1 - g0) / n_streams)) * group_bytes;
+        const int streams = streams_of(job0, f);
+        const StreamParts parts(g0, g1, streams);  // as multiply_groups reads them
+        for (int s = 0; s < streams; ++s) {
+            const std::byte *start = job0.a + size_t(parts.start(s)) * group_bytes;
             for (size_t o = 0; o < kStreamAhead; o += 64) __builtin_prefetch(start + o, 0, 3);
         }
     }
