@@ -112,7 +112,8 @@ void narrow_groups(const std::byte *a, size_t group_bytes, int64_t K, const floa
                 // once per cache line of the group, from its first vector
                 if ((g * VL) % kRepackRows == 0 && k % (64 / (kRepackRows * W::kSize)) == 0) {
                     __builtin_prefetch(
-                        vec + size_t(k * kRepackRows) * W::kSize + kGroupPrefetchBytes, 0, 3);
+                        vec + size_t(k * kRepackRows) * W::kSize + kGroupPrefetchBytes, 0,
+                        kGroupPrefetchLocality);
                 }
                 const vf w = W::vec(vec, k * kRepackRows);
                 for (int c = 0; c < NX; ++c) acc[g][c] = fmadd(w, splat(x[c][k]), acc[g][c]);

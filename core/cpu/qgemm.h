@@ -81,6 +81,15 @@ struct Format {
 // Wider tiles read weights that stay in L2 (qgemm.cpp's row blocks), which a prefetch would only
 // slow down.
 //
+// The prefetches go to L2 (prefetcht1), and the core's own L1 prefetcher takes the lines from
+// there: into L1 (prefetcht0), they compete with the tile's loads for L1's miss buffers. On a Zen 4
+// EPYC (AVX-512, 2 cores), the 1B files' generation against the read loop (loom-bench-bound -n 64),
+// L1 / none / L2 / L2 (t2) / non-temporal, three rounds interleaved: Q4_0 66-82 / 83-93 / 84-89 /
+// 65-89 / 72-81 %, Q4_K_M 58-86 / 69-91 / 85-88 / 68-87 / 74-84, Q5_K_M 60-85 / 43-55 / 72-85 /
+// 86-89 / 62-81, Q6_K 50-85 / 81-87 / 82-89 / 80-89 / 64-71, Q8_0 85-91 / 92-95 / 91 / 90-91 /
+// 77-93. (No prefetch suits the cheaply decoded formats there but starves Q5_K, whose tile
+// computes longest per byte; L2 is within the noise of the best for every format.)
+//
 // A tile whose group block is larger than a few lines (the K-quants: 36-53 lines) spreads the
 // block's prefetches over its work, part `part` of kParts at each step: issued all at the block's
 // start, they fill the core's miss buffers at once and stall its own loads. On a Zen 2 EPYC
@@ -98,7 +107,7 @@ template <size_t kBytes, int NC, int kParts = 1, size_t kAhead = kStreamAhead>
         // A volatile asm rather than __builtin_prefetch: GCC's scheduler gathers the builtins of
         // every part back at the block's start, and does not move instructions across this.
         for (size_t l = first; l < last; ++l) {
-            asm volatile("prefetcht0 %0" : : "m"(w[kAhead + 64 * l]));
+            asm volatile("prefetcht1 %0" : : "m"(w[kAhead + 64 * l]));
         }
     }
 }
