@@ -19,6 +19,9 @@
 //                                    wide, 32 query heads on 8 kv heads, causal mask) for a
 //                                    ubatch of 512 queries or one, after `depth` positions, on an
 //                                    F16 cache (or the type the case names: a quantized cache)
+//   attn_products/<case>/threads:<t> the same heads without flash attention, as the engine
+//                                    builds it: K·Q, softmax, V·softmax in llama.cpp's sum order
+//                                    (_kq: the scores alone); GB/s counts the cache bytes read
 //
 // GFLOPS counts 2 * M * N * K per product (for attention, 4 * head size per visible score); GB/s (N
 // = 1) counts the weight bytes read. %peak (N > 1) divides GFLOPS by fma_peak at the same thread
@@ -492,6 +495,69 @@ LOOM_BENCH_FLASH_ATTN(tg_d16384, 1, 16384, DType::F16);
 LOOM_BENCH_FLASH_ATTN(tg_d16384_q8_0, 1, 16384, DType::Q8_0);
 LOOM_BENCH_FLASH_ATTN(tg_d16384_q4_0, 1, 16384, DType::Q4_0);
 LOOM_BENCH_FLASH_ATTN(pp512_d4096_q8_0, 512, 4096, DType::Q8_0);
+
+// The same attention without flash attention, as the engine builds it (graph_context.cpp): K·Q with
+// the 4 query heads of a KV head as one product's columns, the softmax, and V·softmax against the
+// transposed V cache, both summed in llama.cpp's order (SumOrder::eight_lanes). `part` times the
+// scores alone (kq), or the whole (all).
+enum class AttnPart { kq, all };
+
+void bm_attn_products(benchmark::State &state, int64_t depth, AttnPart part) {
+    constexpr int64_t kHead = 64, kHeads = 32, kKvHeads = 8, kLayers = 16, kGqa = kHeads / kKvHeads;
+    const int64_t n_kv = depth + 1;
+    const size_t cache_bytes = 2 * kLayers * row_size(DType::F16, kHead * kKvHeads) * size_t(n_kv);
+    Context ctx(
+        {.mem_size = cache_bytes + size_t(n_kv * kHeads * (2 + 2 * kLayers)) * 4 + (4u << 20)});
+    Tensor *q = ctx.new_tensor(DType::F32, {kHead, kGqa, kKvHeads});
+    fill_random(q, 3);
+    Tensor *mask = ctx.new_tensor(DType::F16, {n_kv, 1});
+    auto *m = static_cast<uint16_t *>(mask->data);
+    for (int64_t j = 0; j < n_kv; ++j) m[j] = f32_to_fp16(0.0f);
+    Graph *graph = new_graph(ctx);
+    for (int64_t layer = 0; layer < kLayers; ++layer) {
+        // K as the cache stores it (a cell's heads side by side), V transposed (a dimension's
+        // cells side by side), as the engine's cache without flash attention.
+        Tensor *k_cells = ctx.new_tensor(DType::F16, {kHead * kKvHeads, n_kv});
+        Tensor *v_dims = ctx.new_tensor(DType::F16, {n_kv, kHead * kKvHeads});
+        fill_random(k_cells, uint32_t(4 + 2 * layer));
+        fill_random(v_dims, uint32_t(5 + 2 * layer));
+        Tensor *k = view_3d(ctx, k_cells, kHead, n_kv, kKvHeads, k_cells->nb[1],
+                            row_size(DType::F16, kHead), 0);
+        Tensor *kq = mul_mat(ctx, k, q, SumOrder::eight_lanes);  // [n_kv, 4, 8]
+        if (part == AttnPart::kq) {
+            build_forward_expand(graph, kq);
+            continue;
+        }
+        kq = soft_max_ext(ctx, reshape(ctx, kq, {n_kv, 1, kHeads}), mask, {.scale = 0.125f});
+        Tensor *v =
+            view_3d(ctx, v_dims, n_kv, kHead, kKvHeads, v_dims->nb[1], kHead * v_dims->nb[1], 0);
+        build_forward_expand(graph, mul_mat(ctx, v, reshape(ctx, kq, {n_kv, kGqa, kKvHeads}),
+                                            SumOrder::eight_lanes));
+    }
+    CpuBackend backend(int(state.range(0)));
+    backend.graph_compute(*graph);
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+        backend.graph_compute(*graph);
+        benchmark::ClobberMemory();
+    }
+    const double seconds = seconds_since(start), iters = double(state.iterations());
+    const double bytes = double(part == AttnPart::kq ? cache_bytes / 2 : cache_bytes);
+    state.counters["GB/s"] = bytes * iters * 1e-9 / seconds;
+}
+
+#define LOOM_BENCH_ATTN_PRODUCTS(label, depth, part)                  \
+    BENCHMARK_CAPTURE(bm_attn_products, label, depth, AttnPart::part) \
+        ->Name("attn_products/" #label)                               \
+        ->ArgName("threads")                                          \
+        ->Arg(1)                                                      \
+        ->Arg(2)                                                      \
+        ->UseRealTime()                                               \
+        ->Unit(benchmark::kMillisecond)
+
+LOOM_BENCH_ATTN_PRODUCTS(tg_d4096_kq, 4096, kq);
+LOOM_BENCH_ATTN_PRODUCTS(tg_d4096, 4096, all);
+LOOM_BENCH_ATTN_PRODUCTS(tg_d16384, 16384, all);
 
 BENCHMARK(bm_naive_matmul)
     ->Name("naive_matmul_512")
