@@ -502,19 +502,28 @@ LOOM_BENCH_FLASH_ATTN(pp512_d4096_q8_0, 512, 4096, DType::Q8_0);
 // scores alone (kq), or the whole (all).
 enum class AttnPart { kq, all };
 
-void bm_attn_products(benchmark::State &state, int64_t depth, AttnPart part) {
-    constexpr int64_t kHead = 64, kHeads = 32, kKvHeads = 8, kLayers = 16, kGqa = kHeads / kKvHeads;
-    const int64_t n_kv = depth + 1;
-    const size_t cache_bytes = 2 * kLayers * row_size(DType::F16, kHead * kKvHeads) * size_t(n_kv);
-    Context ctx(
-        {.mem_size = cache_bytes + size_t(n_kv * kHeads * (2 + 2 * kLayers)) * 4 + (4u << 20)});
-    Tensor *q = ctx.new_tensor(DType::F32, {kHead, kGqa, kKvHeads});
+void bm_attn_products(benchmark::State &state, int64_t n_q, int64_t depth, int64_t layers,
+                      AttnPart part) {
+    constexpr int64_t kHead = 64, kHeads = 32, kKvHeads = 8, kGqa = kHeads / kKvHeads;
+    const int64_t n_kv = depth + n_q;
+    const size_t cache_bytes =
+        2 * size_t(layers) * row_size(DType::F16, kHead * kKvHeads) * size_t(n_kv);
+    // per layer the scores, the probabilities (n_kv x n_q x heads each) and the output
+    const size_t scores = size_t(n_kv * n_q * kHeads), out = size_t(kHead * n_q * kHeads);
+    Context ctx({.mem_size = cache_bytes +
+                             (size_t(layers) * (2 * scores + out) + size_t(n_kv * n_q) + out) * 4 +
+                             (4u << 20)});
+    Tensor *q = ctx.new_tensor(DType::F32, {kHead, n_q * kGqa, kKvHeads});
     fill_random(q, 3);
-    Tensor *mask = ctx.new_tensor(DType::F16, {n_kv, 1});
+    Tensor *mask = ctx.new_tensor(DType::F16, {n_kv, n_q});  // causal
     auto *m = static_cast<uint16_t *>(mask->data);
-    for (int64_t j = 0; j < n_kv; ++j) m[j] = f32_to_fp16(0.0f);
+    for (int64_t i = 0; i < n_q; ++i) {
+        for (int64_t j = 0; j < n_kv; ++j) {
+            m[i * n_kv + j] = f32_to_fp16(j <= depth + i ? 0.0f : -INFINITY);
+        }
+    }
     Graph *graph = new_graph(ctx);
-    for (int64_t layer = 0; layer < kLayers; ++layer) {
+    for (int64_t layer = 0; layer < layers; ++layer) {
         // K as the cache stores it (a cell's heads side by side), V transposed (a dimension's
         // cells side by side), as the engine's cache without flash attention.
         Tensor *k_cells = ctx.new_tensor(DType::F16, {kHead * kKvHeads, n_kv});
@@ -523,16 +532,16 @@ void bm_attn_products(benchmark::State &state, int64_t depth, AttnPart part) {
         fill_random(v_dims, uint32_t(5 + 2 * layer));
         Tensor *k = view_3d(ctx, k_cells, kHead, n_kv, kKvHeads, k_cells->nb[1],
                             row_size(DType::F16, kHead), 0);
-        Tensor *kq = mul_mat(ctx, k, q, SumOrder::eight_lanes);  // [n_kv, 4, 8]
+        Tensor *kq = mul_mat(ctx, k, q, SumOrder::eight_lanes);  // [n_kv, n_q * 4, 8]
         if (part == AttnPart::kq) {
             build_forward_expand(graph, kq);
             continue;
         }
-        kq = soft_max_ext(ctx, reshape(ctx, kq, {n_kv, 1, kHeads}), mask, {.scale = 0.125f});
+        kq = soft_max_ext(ctx, reshape(ctx, kq, {n_kv, n_q, kHeads}), mask, {.scale = 0.125f});
         Tensor *v =
             view_3d(ctx, v_dims, n_kv, kHead, kKvHeads, v_dims->nb[1], kHead * v_dims->nb[1], 0);
-        build_forward_expand(graph, mul_mat(ctx, v, reshape(ctx, kq, {n_kv, kGqa, kKvHeads}),
-                                            SumOrder::eight_lanes));
+        Tensor *probs = reshape(ctx, kq, {n_kv, n_q * kGqa, kKvHeads});
+        build_forward_expand(graph, mul_mat(ctx, v, probs, SumOrder::eight_lanes));
     }
     CpuBackend backend(int(state.range(0)));
     backend.graph_compute(*graph);
@@ -546,18 +555,21 @@ void bm_attn_products(benchmark::State &state, int64_t depth, AttnPart part) {
     state.counters["GB/s"] = bytes * iters * 1e-9 / seconds;
 }
 
-#define LOOM_BENCH_ATTN_PRODUCTS(label, depth, part)                  \
-    BENCHMARK_CAPTURE(bm_attn_products, label, depth, AttnPart::part) \
-        ->Name("attn_products/" #label)                               \
-        ->ArgName("threads")                                          \
-        ->Arg(1)                                                      \
-        ->Arg(2)                                                      \
-        ->UseRealTime()                                               \
+#define LOOM_BENCH_ATTN_PRODUCTS(label, n_q, depth, layers, part)                  \
+    BENCHMARK_CAPTURE(bm_attn_products, label, n_q, depth, layers, AttnPart::part) \
+        ->Name("attn_products/" #label)                                            \
+        ->ArgName("threads")                                                       \
+        ->Arg(1)                                                                   \
+        ->Arg(2)                                                                   \
+        ->UseRealTime()                                                            \
         ->Unit(benchmark::kMillisecond)
 
-LOOM_BENCH_ATTN_PRODUCTS(tg_d4096_kq, 4096, kq);
-LOOM_BENCH_ATTN_PRODUCTS(tg_d4096, 4096, all);
-LOOM_BENCH_ATTN_PRODUCTS(tg_d16384, 16384, all);
+LOOM_BENCH_ATTN_PRODUCTS(tg_d4096_kq, 1, 4096, 16, kq);
+LOOM_BENCH_ATTN_PRODUCTS(tg_d4096, 1, 4096, 16, all);
+LOOM_BENCH_ATTN_PRODUCTS(tg_d16384, 1, 16384, 16, all);
+// a prompt's ubatch: the scores alone are a quarter of a GiB a layer at 4,096 cells, so one layer
+LOOM_BENCH_ATTN_PRODUCTS(pp512_d4096_kq, 512, 4096, 1, kq);
+LOOM_BENCH_ATTN_PRODUCTS(pp512_d4096, 512, 4096, 1, all);
 
 BENCHMARK(bm_naive_matmul)
     ->Name("naive_matmul_512")
