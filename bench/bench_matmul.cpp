@@ -426,6 +426,34 @@ LOOM_BENCH_MUL_MAT(iq4_xs_n1_plain, IQ4_XS, kDim, kDim, 1, Weights::plain);
 LOOM_BENCH_MUL_MAT(mxfp4_n512_plain, MXFP4, kDim, kDim, 512, Weights::plain);
 
 // ---------------------------------------------------------------------------------------------
+// Attention at depth: helpers of both cases below.
+
+// The engine's mask for n_q queries at positions [depth, depth + n_q): each sees the positions up
+// to its own.
+Tensor *causal_mask(Context &ctx, int64_t n_q, int64_t depth) {
+    const int64_t n_kv = depth + n_q;
+    Tensor *mask = ctx.new_tensor(DType::F16, {n_kv, n_q});
+    auto *m = static_cast<uint16_t *>(mask->data);
+    for (int64_t i = 0; i < n_q; ++i) {
+        for (int64_t j = 0; j < n_kv; ++j) {
+            m[i * n_kv + j] = f32_to_fp16(j <= depth + i ? 0.0f : -INFINITY);
+        }
+    }
+    return mask;
+}
+
+// Seconds for the state's iterations of the graph on state.range(0) threads, after one untimed.
+double time_graph(benchmark::State &state, Graph &graph) {
+    CpuBackend backend(int(state.range(0)));
+    backend.graph_compute(graph);
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+        backend.graph_compute(graph);
+        benchmark::ClobberMemory();
+    }
+    return seconds_since(start);
+}
+
 // Attention at depth: n_q queries at positions [depth, depth + n_q) over a cache of depth + n_q
 // positions, each query seeing the positions up to its own (a causal F16 mask, as the engine
 // builds one), for 16 layers: each layer's cache, [64 x 8 heads, depth + n_q] F16 cells, is read
@@ -440,13 +468,7 @@ void bm_flash_attn(benchmark::State &state, int64_t n_q, int64_t depth, DType kv
                              (4u << 20)});
     Tensor *q = ctx.new_tensor(DType::F32, {kHead, n_q, kHeads});
     fill_random(q, 3);
-    Tensor *mask = ctx.new_tensor(DType::F16, {n_kv, n_q});
-    auto *m = static_cast<uint16_t *>(mask->data);
-    for (int64_t i = 0; i < n_q; ++i) {
-        for (int64_t j = 0; j < n_kv; ++j) {
-            m[i * n_kv + j] = f32_to_fp16(j <= depth + i ? 0.0f : -INFINITY);
-        }
-    }
+    Tensor *mask = causal_mask(ctx, n_q, depth);
     Graph *graph = new_graph(ctx);
     for (int64_t layer = 0; layer < kLayers; ++layer) {
         // Laid out as the KV cache stores them: a cell's heads side by side, cell after cell.
@@ -459,14 +481,7 @@ void bm_flash_attn(benchmark::State &state, int64_t n_q, int64_t depth, DType kv
         Tensor *v = view_3d(ctx, v_cells, kHead, n_kv, kKvHeads, v_cells->nb[1], head_bytes, 0);
         build_forward_expand(graph, flash_attn_ext(ctx, q, k, v, mask, {.scale = 0.125f}));
     }
-    CpuBackend backend(int(state.range(0)));
-    backend.graph_compute(*graph);
-    const auto start = std::chrono::steady_clock::now();
-    for (auto _ : state) {
-        backend.graph_compute(*graph);
-        benchmark::ClobberMemory();
-    }
-    const double seconds = seconds_since(start), iters = double(state.iterations());
+    const double seconds = time_graph(state, *graph), iters = double(state.iterations());
     // visible scores: query i sees depth + i + 1 positions
     const double scores = double(kLayers * kHeads) *
                           (double(n_q) * double(depth + 1) + double(n_q) * double(n_q - 1) / 2.0);
@@ -515,13 +530,7 @@ void bm_attn_products(benchmark::State &state, int64_t n_q, int64_t depth, int64
                              (4u << 20)});
     Tensor *q = ctx.new_tensor(DType::F32, {kHead, n_q * kGqa, kKvHeads});
     fill_random(q, 3);
-    Tensor *mask = ctx.new_tensor(DType::F16, {n_kv, n_q});  // causal
-    auto *m = static_cast<uint16_t *>(mask->data);
-    for (int64_t i = 0; i < n_q; ++i) {
-        for (int64_t j = 0; j < n_kv; ++j) {
-            m[i * n_kv + j] = f32_to_fp16(j <= depth + i ? 0.0f : -INFINITY);
-        }
-    }
+    Tensor *mask = causal_mask(ctx, n_q, depth);
     Graph *graph = new_graph(ctx);
     for (int64_t layer = 0; layer < layers; ++layer) {
         // K as the cache stores it (a cell's heads side by side), V transposed (a dimension's
@@ -543,14 +552,7 @@ void bm_attn_products(benchmark::State &state, int64_t n_q, int64_t depth, int64
         Tensor *probs = reshape(ctx, kq, {n_kv, n_q * kGqa, kKvHeads});
         build_forward_expand(graph, mul_mat(ctx, v, probs, SumOrder::eight_lanes));
     }
-    CpuBackend backend(int(state.range(0)));
-    backend.graph_compute(*graph);
-    const auto start = std::chrono::steady_clock::now();
-    for (auto _ : state) {
-        backend.graph_compute(*graph);
-        benchmark::ClobberMemory();
-    }
-    const double seconds = seconds_since(start), iters = double(state.iterations());
+    const double seconds = time_graph(state, *graph), iters = double(state.iterations());
     const double bytes = double(part == AttnPart::kq ? cache_bytes / 2 : cache_bytes);
     state.counters["GB/s"] = bytes * iters * 1e-9 / seconds;
 }
