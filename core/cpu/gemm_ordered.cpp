@@ -161,7 +161,7 @@ constexpr int64_t kUnitRows = 256;
 // L1, L2 or non-temporal within the noise of each other). Long rows (V transposed) the hardware
 // follows.
 constexpr int64_t kAheadRows = 16;
-constexpr size_t kShortRowBytes = 512;
+constexpr size_t kShortRowBytes = 512;  // a head of up to 256 F16 or 128 F32 elements
 
 size_t column_floats(int64_t k) {
     return size_t(k + 15) / 16 * 16;  // each column on its own cache line

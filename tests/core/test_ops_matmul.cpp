@@ -185,8 +185,8 @@ void add_mul_mat_order_cases(std::vector<OpCase> &cases) {
         {DType::F16, 64, 35, 4, {1, 1, 2, 1}, {1, 1, 4, 1}, Layout::permuted},
         {DType::F16, 100, 17, 3, {1, 1, 1, 1}, {1, 1, 2, 1}},
         {DType::F16, 256, 64, 9, {1, 1, 1, 1}, {1, 1, 1, 1}},
-        // long rows against many columns (V·softmax over a prompt), with a remainder past 8, more
-        // than one unit of columns and a part of one, an odd row count, strided b
+        // long rows against many columns (V·softmax over a prompt): a remainder past 8, 17 groups
+        // of 4 columns and a part of one, an odd row count, strided b
         {DType::F16, 1100, 19, 70, {1, 1, 2, 1}, {1, 1, 4, 1}},
         {DType::F32, 1030, 6, 9, {1, 1, 1, 1}, {1, 1, 2, 1}, Layout::strided},
     };
