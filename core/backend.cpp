@@ -1,6 +1,5 @@
 // The host buffer type, wrapped external memory, and the backend registry.
 #include <fmt/format.h>
-#include <sys/mman.h>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -9,6 +8,8 @@
 #include <vector>
 
 #include "loom/backend.h"
+
+#include "core/huge_pages.h"
 
 namespace loom {
 namespace {
@@ -31,7 +32,9 @@ class HostBuffer : public Buffer {
           writable_(writable) {}
     BufferType &type() const override { return type_; }
     ~HostBuffer() override {
-        if (owned_) ::operator delete(base_, std::align_val_t(kHostAlignment));
+        if (!owned_) return;
+        forget_huge_pages(base_, size_);
+        ::operator delete(base_, std::align_val_t(kHostAlignment));
     }
     void *base() const override { return base_; }
     size_t size() const override { return size_; }
@@ -72,17 +75,6 @@ class HostBuffer : public Buffer {
     bool owned_;
     bool writable_;
 };
-
-// Weights are streamed from memory once per token: with 4 KiB pages that is a TLB miss every
-// 4 KiB. Where the kernel gives transparent huge pages only on request (Debian's default,
-// "madvise"), ask for them over the 2 MiB-aligned part of a large buffer; a refusal changes
-// nothing but speed.
-void ask_for_huge_pages(void *p, size_t size) {
-    constexpr uintptr_t kHuge = uintptr_t(2) << 20;
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + size) & ~(kHuge - 1);
-    if (end > begin) ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
-}
 
 class HostBufferType : public BufferType {
   public:

@@ -1,5 +1,7 @@
 #include "engine/model/model.h"
 
+#include "core/huge_pages.h"
+
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -271,6 +273,7 @@ std::shared_lock<std::shared_mutex> Model::weights_in_use() const {
 
 void Model::finish_moving_weights() const {
     if (deferred_moves_ != nullptr) deferred_moves_->finish();
+    settle_huge_pages();
 }
 
 std::string Model::description() const {

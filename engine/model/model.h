@@ -56,7 +56,8 @@ class Model {
     // hold lasts no weight moves. Taking one first moves the weights whose background copies are
     // finished, if nobody holds one (ModelParams::repack_in_background).
     std::shared_lock<std::shared_mutex> weights_in_use() const;
-    // Waits until every weight is where it stays (for measurements of the steady state).
+    // Waits until every weight is where it stays, in the pages it keeps (the huge pages merged
+    // where they wait for a pause, core/huge_pages.h): for measurements of the steady state.
     void finish_moving_weights() const;
 
   private:

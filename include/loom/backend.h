@@ -55,6 +55,10 @@ BufferType &host_buffer_type();
 size_t available_memory();
 // "1.50 GiB": for messages about sizes.
 std::string gib(double bytes);
+
+// How this process's large host buffers get transparent huge pages: "off", "at_fault" or
+// "when_idle" (core/huge_pages.h; chosen, and measured, on the first call).
+const char *huge_pages_policy_name();
 // Another host memory type with its own identity: stands in for a device's memory in tests of
 // the scheduler (tensors in it count as living elsewhere than the CPU's).
 std::unique_ptr<BufferType> new_host_buffer_type(const char *name);

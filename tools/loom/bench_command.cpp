@@ -220,7 +220,8 @@ void run_bench(const BenchOptions &o, const BenchColumns &columns) {
     const BenchEnvironment env{.cpu_info = cpu_model_name(), .build_commit = LOOM_BUILD_COMMIT};
     const bool json = o.output == "json";
     bool first_row = true;
-    fmt::print(stderr, "CPU: {}; kernels: {}\n", env.cpu_info, cpu_kernels_description());
+    fmt::print(stderr, "CPU: {}; kernels: {}; huge pages: {}\n", env.cpu_info,
+               cpu_kernels_description(), huge_pages_policy_name());
     if (o.output == "md") fmt::print("{}", bench_markdown_header(columns));
     if (json) fmt::print("[\n");
     for (const std::string &path : o.models) {
