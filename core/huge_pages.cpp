@@ -101,8 +101,8 @@ HugePages choose() {
 }
 
 // Merges small pages into huge ones, 2 MiB at a time, in a thread of the lowest priority, in the
-// pauses between decodes once a first one has ended (between a server's requests, while a chat
-// waits for its user). A merge holds a core in the kernel for milliseconds (on the VM above,
+// pauses between graph computations once a first has ended (between a server's requests, while a
+// chat waits for its user). A merge holds a core in the kernel for milliseconds (on the VM above,
 // ~4 ms: the host backs the new page as it is cleared), and the address space's lock with it:
 // a token whose threads fall behind one waits for it. Merging whenever a core idled, even
 // between a generation's tokens, took that generation from 57 to 47-60 tokens/s for the 5 s it
@@ -137,15 +137,15 @@ class Merger {
         drop();
     }
 
-    void decode_begins() {
+    void compute_begins() {
         std::lock_guard lock(mutex_);
-        ++decoding_;
+        ++computing_;
     }
 
-    void decode_ends() {
+    void compute_ends() {
         std::lock_guard lock(mutex_);
-        --decoding_;
-        last_decode_end_ = Clock::now();  // no wake-up: the merger looks again by itself
+        --computing_;
+        last_compute_end_ = Clock::now();  // no wake-up: the merger looks again by itself
     }
 
     // Merges every filled piece now, beside whatever runs, in the calling thread (the merger's
@@ -159,7 +159,7 @@ class Merger {
 
   private:
     using Clock = std::chrono::steady_clock;
-    // How long after a decode the merges may begin: longer than the gap between a generation's
+    // How long after a computation the merges may begin: longer than the gap between a generation's
     // tokens (sampling, under a millisecond), shorter than a pause a user notices.
     static constexpr auto kQuiet = std::chrono::milliseconds(100);
     // How long the pieces not yet filled wait before they are looked at again: from 0.1 s,
@@ -169,8 +169,8 @@ class Merger {
 
     // How long until the merges may run: zero when they may now.
     Clock::duration wait_for_quiet() const {
-        if (decoding_ > 0 || last_decode_end_ == Clock::time_point{}) return kQuiet;
-        const Clock::duration since = Clock::now() - last_decode_end_;
+        if (computing_ > 0 || last_compute_end_ == Clock::time_point{}) return kQuiet;
+        const Clock::duration since = Clock::now() - last_compute_end_;
         return since >= kQuiet ? Clock::duration{} : kQuiet - since;
     }
 
@@ -242,9 +242,9 @@ class Merger {
     std::deque<Span> unfilled_;  // looked at, not all resident yet
     Span merging_;               // the piece being looked at or merged, outside the lock
     std::chrono::milliseconds retry_after_ = kFirstRetry;
-    int decoding_ = 0;                   // decodes in progress (DecodeInProgress)
-    Clock::time_point last_decode_end_;  // none yet: no merges before the first token
-    int settling_ = 0;                   // settle_huge_pages() calls waiting
+    int computing_ = 0;                   // graph computations in progress
+    Clock::time_point last_compute_end_;  // none yet: no merges before the first token
+    int settling_ = 0;                    // settle_huge_pages() calls waiting
     bool started_ = false;
 };
 
@@ -290,12 +290,12 @@ void ask_for_huge_pages(void *p, size_t size) {
     }
 }
 
-DecodeInProgress::DecodeInProgress() : merging_(huge_page_policy() == HugePages::when_idle) {
-    if (merging_) merger().decode_begins();
+ComputeInProgress::ComputeInProgress() : merging_(huge_page_policy() == HugePages::when_idle) {
+    if (merging_) merger().compute_begins();
 }
 
-DecodeInProgress::~DecodeInProgress() {
-    if (merging_) merger().decode_ends();
+ComputeInProgress::~ComputeInProgress() {
+    if (merging_) merger().compute_ends();
 }
 
 void settle_huge_pages() {

@@ -11,7 +11,7 @@ enum class HugePages {
     off,        // never: the kernel refuses them, or LOOM_HUGE_PAGES=off
     at_fault,   // asked for before the first touch, which then faults in 2 MiB at a time
     when_idle,  // 4 KiB pages at the first touch, merged into huge pages by a background thread
-                // in the pauses between decodes, once the first has ended
+                // in the pauses between graph computations, once the first has ended
 };
 
 // The process's choice, made once: LOOM_HUGE_PAGES (off, at_fault, when_idle) where set, else
@@ -23,14 +23,15 @@ HugePages huge_page_policy();
 // buffer's first touch. A refusal changes nothing but speed.
 void ask_for_huge_pages(void *p, size_t size);
 
-// Held by each decode (engine/context/context.cpp): under when_idle, merges run only in the
-// pauses after the first decode, never beside one (core/huge_pages.cpp says why).
-class DecodeInProgress {
+// Held by each graph computation (Scheduler::compute): under when_idle, merges run only in the
+// pauses after the first one, never beside one (core/huge_pages.cpp says why). The first is a
+// model's first decode, a token the user waits for.
+class ComputeInProgress {
   public:
-    DecodeInProgress();
-    ~DecodeInProgress();
-    DecodeInProgress(const DecodeInProgress &) = delete;
-    DecodeInProgress &operator=(const DecodeInProgress &) = delete;
+    ComputeInProgress();
+    ~ComputeInProgress();
+    ComputeInProgress(const ComputeInProgress &) = delete;
+    ComputeInProgress &operator=(const ComputeInProgress &) = delete;
 
   private:
     bool merging_;  // the policy is when_idle

@@ -1,6 +1,8 @@
 // Scheduler: backend assignment, splits, cross-backend input copies, and running the splits.
 #include "loom/sched.h"
 
+#include "core/huge_pages.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -231,6 +233,7 @@ void Scheduler::allocate(Graph &graph) {
 
 void Scheduler::compute(Graph &graph) {
     if (&graph != graph_) fail("sched", "compute() of a graph that allocate() has not seen");
+    const ComputeInProgress computing;  // no huge-page merges beside it (core/huge_pages.h)
     stats_.copied_bytes = 0;
     for (Split &split : splits_) {
         for (const Split::Copy &c : split.copies) {

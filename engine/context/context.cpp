@@ -1,7 +1,5 @@
 #include "engine/context/context.h"
 
-#include "core/huge_pages.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -199,7 +197,6 @@ void Context::check(const Batch &batch) const {
 }
 
 void Context::decode(const Batch &batch) {
-    const DecodeInProgress decoding;  // no huge-page merges beside it (core/huge_pages.h)
     check(batch);
     const int n_stream = memory_->cache(0).n_stream();
     const int64_t n_embd = model_.hparams().n_embd;

@@ -93,12 +93,12 @@ TEST(HugePages, MergedInThePausesWithTheirBytes) {
                         "process (ctest runs each test alone)";
     if (!kernel_collapses()) GTEST_SKIP() << "the kernel has no MADV_COLLAPSE (Linux < 6.1)";
 
-    // Nothing merges before a first decode has ended.
+    // Nothing merges before a first graph computation has ended.
     std::unique_ptr<Buffer> early = host_buffer_type().allocate(kBuffer);
     fill(*early, 9);
     EXPECT_TRUE(untouched_so_far(*early));
     early.reset();
-    { const DecodeInProgress first; }
+    { const ComputeInProgress first; }
 
     // Buffers freed at once, some while their pieces wait or are being merged.
     for (int i = 0; i < 8; ++i) {
@@ -110,8 +110,8 @@ TEST(HugePages, MergedInThePausesWithTheirBytes) {
     EXPECT_TRUE(merged(*kept, std::chrono::seconds(30)));
     EXPECT_EQ(mismatches(*kept, 3), 0u);
 
-    // Not beside a decode, unless settled.
-    const DecodeInProgress busy;
+    // Not beside a computation, unless settled.
+    const ComputeInProgress busy;
     std::unique_ptr<Buffer> later = host_buffer_type().allocate(kBuffer);
     fill(*later, 5);
     EXPECT_TRUE(untouched_so_far(*later));
