@@ -82,15 +82,29 @@ bool host_takes_free_memory() {
     return false;
 }
 
+constexpr HugePages kPolicies[] = {HugePages::off, HugePages::at_fault, HugePages::when_idle};
+
+const char *name(HugePages policy) {
+    switch (policy) {
+        case HugePages::off:
+            return "off";
+        case HugePages::at_fault:
+            return "at_fault";
+        case HugePages::when_idle:
+            return "when_idle";
+    }
+    return "?";
+}
+
 // LOOM_HUGE_PAGES where it names a policy (a bad value is reported once and ignored: it is a
 // tuning aid, and a process should not fail for it), else the one the memory's origin says.
 HugePages choose() {
     if (!kernel_gives_huge_pages()) return HugePages::off;
     const char *env = std::getenv("LOOM_HUGE_PAGES");
     const std::string_view wanted = env != nullptr ? env : "";
-    if (wanted == "off") return HugePages::off;
-    if (wanted == "at_fault") return HugePages::at_fault;
-    if (wanted == "when_idle") return HugePages::when_idle;
+    for (HugePages policy : kPolicies) {
+        if (wanted == name(policy)) return policy;
+    }
     if (!wanted.empty()) {
         std::fprintf(stderr,
                      "loom: LOOM_HUGE_PAGES=%s is not a policy (off, at_fault, when_idle); "
@@ -244,7 +258,6 @@ class Merger {
     std::chrono::milliseconds retry_after_ = kFirstRetry;
     int computing_ = 0;                   // graph computations in progress
     Clock::time_point last_compute_end_;  // none yet: no merges before the first token
-    int settling_ = 0;                    // settle_huge_pages() calls waiting
     bool started_ = false;
 };
 
@@ -262,15 +275,7 @@ HugePages huge_page_policy() {
 }
 
 const char *huge_pages_policy_name() {
-    switch (huge_page_policy()) {
-        case HugePages::off:
-            return "off";
-        case HugePages::at_fault:
-            return "at_fault";
-        case HugePages::when_idle:
-            return "when_idle";
-    }
-    return "?";
+    return name(huge_page_policy());
 }
 
 void ask_for_huge_pages(void *p, size_t size) {

@@ -19,6 +19,7 @@ namespace loom {
 namespace {
 
 constexpr size_t kHuge = size_t(2) << 20;
+constexpr int kMadvCollapse = 25;  // MADV_COLLAPSE: in the kernel's headers, not yet in glibc's
 // Buffers above glibc's largest mmap threshold (32 MiB), so that each is a mapping of its own and
 // none reuses heap memory an earlier one left huge.
 constexpr size_t kBuffer = 17 * kHuge;
@@ -52,7 +53,8 @@ bool kernel_collapses() {
     auto *piece = reinterpret_cast<std::byte *>((reinterpret_cast<uintptr_t>(m) + kHuge - 1) &
                                                 ~uintptr_t(kHuge - 1));
     std::fill(piece, piece + kHuge, std::byte{7});
-    const bool ok = ::madvise(piece, kHuge, MADV_HUGEPAGE) == 0 && ::madvise(piece, kHuge, 25) == 0;
+    const bool ok =
+        ::madvise(piece, kHuge, MADV_HUGEPAGE) == 0 && ::madvise(piece, kHuge, kMadvCollapse) == 0;
     ::munmap(m, 2 * kHuge);
     return ok;
 }
