@@ -26,11 +26,11 @@ bool writes_f32_rows(const Tensor *dst) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Repacked weights (core/cpu/repack.h) go through the integer kernels of core/cpu/qgemm.h,
-// everything else through gemm.h.
-// (Repacked float weights take gemm.h too, as grouped rows.)
+// Block-format weights that can be repacked (core/cpu/repack.h) go through the integer kernels of
+// core/cpu/qgemm.h, repacked or not yet (which the kernels permute as they go, for the same bits),
+// everything else through gemm.h. (Float weights take gemm.h, repacked as grouped rows.)
 bool integer_kernels(const Tensor *a) {
-    return level_is_repacked(a) && traits(a->type).is_quantized;
+    return level_can_repack(a) && traits(a->type).is_quantized;
 }
 
 void run_product(const ComputeParams &params, const gemm::Problem &problem, const Tensor *a,
@@ -43,7 +43,10 @@ void run_product(const ComputeParams &params, const gemm::Problem &problem, cons
 }
 
 size_t product_work_size(const Tensor *a, int64_t max_n) {
-    if (integer_kernels(a)) return qgemm::work_size(a->type, a->ne[0]);
+    if (integer_kernels(a)) {
+        const size_t staging = level_is_repacked(a) ? 0 : qgemm::staging_size(a->type, a->ne[0]);
+        return qgemm::work_size(a->type, a->ne[0]) + staging;
+    }
     return gemm::work_size(a->type, a->ne[0], max_n);
 }
 

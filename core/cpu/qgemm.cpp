@@ -38,13 +38,15 @@ struct Scratch {
     float *x;
     std::byte *act;
     float *out;
+    std::byte *staging;  // staging_size bytes, where the work has them (after the rest)
 };
 
 Scratch carve(std::byte *work, const Format &f, int64_t k) {
     const ScratchLayout l = scratch_layout(f, k);
     return {.x = reinterpret_cast<float *>(work),
             .act = work + l.act,
-            .out = reinterpret_cast<float *>(work + l.out)};
+            .out = reinterpret_cast<float *>(work + l.out),
+            .staging = work + l.bytes};
 }
 
 // Weight rows one thread keeps in L2 while every panel passes by: about half of the 1.25 MiB L2
@@ -143,32 +145,66 @@ int streams_of(const gemm::Job &job, const Format &f) {
     return job.n == 1 && f.streams ? kStreamGroups : 1;
 }
 
+// Groups of rows the tiles read at once from `staging` (qgemm.h): those of one stream tile, or a
+// row block.
+int64_t row_block_groups(size_t group_bytes) {
+    return std::max<int64_t>(1, int64_t(kRowBlockBytes / group_bytes));
+}
+int64_t staged_groups(size_t group_bytes) {
+    return std::max<int64_t>(kStreamGroups, row_block_groups(group_bytes));
+}
+
+// The bytes the tiles read for `count` groups `step` groups apart from group g: the job's own
+// where its weights are repacked, else those groups permuted into the repacked layout side by side
+// in `staging` (stride: the bytes from one to the next).
+const std::byte *groups_for_tiles(const gemm::Job &job, int64_t g, int64_t count, int64_t step,
+                                  std::byte *staging, size_t &stride) {
+    const size_t group_bytes = job.a_nb1 * kGroupRows;
+    const std::byte *first = job.a + size_t(g) * group_bytes;
+    stride = size_t(step) * group_bytes;
+    if (job.a_grouped) return first;
+    if (step == 1) {
+        repack_rows(job.a_type, first, staging, count * kGroupRows, job.a_nb1);
+    } else {
+        for (int64_t i = 0; i < count; ++i) {
+            repack_rows(job.a_type, first + size_t(i) * stride, staging + size_t(i) * group_bytes,
+                        kGroupRows, job.a_nb1);
+        }
+    }
+    stride = group_bytes;
+    return staging;
+}
+
 // Phase 2 for rows [16 * g0, 16 * g1) of one job, whose panels start at `panels`.
 void multiply_groups(const gemm::Job &job, const Format &f, int64_t K, int64_t g0, int64_t g1,
-                     const std::byte *panels, float *out) {
+                     const std::byte *panels, float *out, std::byte *staging) {
     const int64_t n_blocks = K / f.block;
     const size_t col_bytes = column_bytes(f, K);
     const size_t group_bytes = job.a_nb1 * kGroupRows;
     // Generation's one column, nothing to keep in L2: the run's parts side by side in stream
     // tiles, the groups left over in the single-group tiles below.
     const StreamParts run(g0, g1, streams_of(job, f));
-    const size_t stride = size_t(run.part) * group_bytes;
     for (int64_t g = run.start(0); g < run.start(1); ++g) {
-        f.streams(job.a + size_t(g) * group_bytes, stride, n_blocks, panels, out);
+        size_t stride = 0;
+        const std::byte *groups =
+            groups_for_tiles(job, g, kStreamGroups, run.part, staging, stride);
+        f.streams(groups, stride, n_blocks, panels, out);
         for (int s = 0; s < kStreamGroups; ++s) {
             std::memcpy(job.cols.dst_row(0) + (g + s * run.part) * kGroupRows, out + s * kGroupRows,
                         kGroupRows * sizeof(float));
         }
     }
-    const int64_t row_block = std::max<int64_t>(1, int64_t(kRowBlockBytes / group_bytes));
+    const int64_t row_block = row_block_groups(group_bytes);
     for (int64_t gb = run.tail; gb < g1; gb += row_block) {
         const int64_t ge = std::min(g1, gb + row_block);
+        size_t stride = 0;
+        const std::byte *groups = groups_for_tiles(job, gb, ge - gb, 1, staging, stride);
         for (int64_t j0 = 0; j0 < job.n; j0 += kPanel) {
             const int nc = int(std::min<int64_t>(kPanel, job.n - j0));
             const std::byte *panel = panels + size_t(j0) * col_bytes;
             int64_t g = gb;
             for (; g < ge; ++g) {
-                f.tiles[size_t(nc - 1)](job.a + size_t(g) * group_bytes, 0, n_blocks, panel, out);
+                f.tiles[size_t(nc - 1)](groups + size_t(g - gb) * stride, 0, n_blocks, panel, out);
                 for (int c = 0; c < nc; ++c) {
                     std::memcpy(job.cols.dst_row(j0 + c) + g * kGroupRows, out + c * kGroupRows,
                                 kGroupRows * sizeof(float));
@@ -222,6 +258,11 @@ size_t work_size(DType type, int64_t k) {
     return scratch_layout(*format(type), k).bytes;
 }
 
+size_t staging_size(DType type, int64_t k) {
+    const size_t group_bytes = row_size(type, k) * kGroupRows;
+    return size_t(staged_groups(group_bytes)) * group_bytes;
+}
+
 void run(const ComputeParams &params, const gemm::Problem &problem, DType type, std::byte *work) {
     const int64_t K = problem.k;
     if (problem.n_jobs == 0) return;  // the same for every thread, so none waits alone
@@ -273,7 +314,7 @@ void run(const ComputeParams &params, const gemm::Problem &problem, DType type, 
         const auto [g0, g1] = chunks.range(chunk - first_chunk);
         if (job.n > 0) {
             multiply_groups(job, f, K, g0, g1, panels_base(params) + size_t(first) * col_bytes,
-                            s.out);
+                            s.out, s.staging);
         }
     }
 }

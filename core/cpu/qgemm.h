@@ -140,10 +140,17 @@ const Format *format(DType type);
 // per thread.
 size_t shared_size(DType type, int64_t k, int64_t n_columns);
 size_t work_size(DType type, int64_t k);
+// Weights still in the file's layout (Job::a_grouped false: a matrix whose repacked copy is being
+// made, engine/model/deferred_moves.h, or one kept in the file's mapping) are permuted into the
+// repacked layout a few groups at a time, in this many more bytes of each thread's scratch, just
+// before the tiles read them: the same bytes as the repacked copy's, so the same bits in every
+// output, at the cost of the permutation (the tiles' repacked reads are what makes them fast).
+size_t staging_size(DType type, int64_t k);
 
-// Runs this thread's share of `problem`, whose jobs' weights are all repacked `type`; every
-// thread of the node must call it (it waits on a barrier). `work` is this thread's work_size
-// bytes, params.shared shared_size bytes.
+// Runs this thread's share of `problem`, whose jobs' weights are all `type` and in groups of 16
+// rows (repacked, or in the file's layout with staging); every thread of the node must call it (it
+// waits on a barrier). `work` is this thread's work_size bytes, and staging_size more where a job's
+// weights are not repacked; params.shared shared_size bytes.
 void run(const ComputeParams &params, const gemm::Problem &problem, DType type, std::byte *work);
 
 }  // namespace loom::cpu::inline LOOM_ISA::qgemm

@@ -35,22 +35,35 @@ const DType kRepackedTypes[] = {DType::Q4_0,  DType::Q4_1,   DType::Q5_0,  DType
                                 DType::Q2_K,  DType::Q3_K,   DType::Q4_K,  DType::Q5_K, DType::Q6_K,
                                 DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
 
-// Weights [K, rows, n_mat] of `type` (random N(0, 1) values quantized) stored in a repack buffer.
+// Where the weights lie: repacked, or in the file's layout (a matrix not yet moved, which the
+// kernels permute as they read it).
+enum class Layout { repacked, file };
+const Layout kLayouts[] = {Layout::repacked, Layout::file};
+const char *layout_name(Layout l) {
+    return l == Layout::repacked ? "repacked" : "file layout";
+}
+
+// Weights [K, rows, n_mat] of `type` (random N(0, 1) values quantized) stored in a repack buffer,
+// or in a plain host buffer as the file has them.
 struct RepackedWeights {
     Context ctx{{.mem_size = 1u << 16, .no_alloc = true}};
     Tensor *a = nullptr;
     std::unique_ptr<Buffer> buffer;
     std::vector<std::byte> file_bytes;
 
-    RepackedWeights(DType type, int64_t K, int64_t rows, int64_t n_mat, uint32_t seed)
-        : RepackedWeights(type, K, rows, quantize(type, random_row(K * rows * n_mat, seed))) {}
+    RepackedWeights(DType type, int64_t K, int64_t rows, int64_t n_mat, uint32_t seed,
+                    Layout layout = Layout::repacked)
+        : RepackedWeights(type, K, rows, quantize(type, random_row(K * rows * n_mat, seed)),
+                          layout) {}
     // The file's bytes as given ([K, rows, bytes.size() / the bytes of `rows` rows]).
-    RepackedWeights(DType type, int64_t K, int64_t rows, std::vector<std::byte> bytes)
+    RepackedWeights(DType type, int64_t K, int64_t rows, std::vector<std::byte> bytes,
+                    Layout layout = Layout::repacked)
         : file_bytes(std::move(bytes)) {
         const int64_t n_mat = int64_t(file_bytes.size() / (row_size(type, K) * size_t(rows)));
         a = ctx.new_tensor(type, {K, rows, n_mat});
         Tensor *const tensors[] = {a};
-        buffer = place_tensors(cpu_repack_buffer_type(), tensors);
+        buffer = place_tensors(
+            layout == Layout::repacked ? cpu_repack_buffer_type() : host_buffer_type(), tensors);
         buffer->set_tensor(a, file_bytes.data(), 0, file_bytes.size());
     }
     const std::byte *row(int64_t m, int64_t mat = 0) const {
@@ -363,54 +376,63 @@ TEST_P(RepackedMatMul, LayoutRoundTrips) {
     EXPECT_THROW(w.buffer->set_tensor(w.a, w.file_bytes.data(), 0, 16), Error);  // whole only
 }
 
+// In either layout: a matrix computed from the file's layout until its repacked copy is made
+// gives the same bits before and after.
 TEST_P(RepackedMatMul, ExactOrderForEveryBatchAndThreadCount) {
     const DType type = GetParam();
-    const int64_t K = test_depth(type), M = 48;
-    RepackedWeights w(type, K, M, 1, 1);
-    const std::vector<float> a_f = dequantize(type, w.file_bytes, K * M);
-    for (int64_t n : {1, 2, 7, 24, 32, 100}) {
-        SCOPED_TRACE(::testing::Message() << "n=" << n);
-        Context ctx({.mem_size = 4u << 20});
-        Tensor *b = random_f32(ctx, {K, n}, uint32_t(n));
-        Tensor *out = mul_mat(ctx, w.a, b);
-        const std::vector<float> got = run_graph(ctx, out, 1);
-        EXPECT_EQ(got, run_graph(ctx, out, 3));
-        double err = 0.0, ref_sq = 0.0;
-        for (int64_t j = 0; j < n; ++j) {
-            const float *x = static_cast<const float *>(b->data) + j * K;
-            const std::vector<float> x_q =
-                dequantize(traits(type).vec_dot_type, quantize_column(type, x, K), K);
-            for (int64_t m = 0; m < M; ++m) {
-                const float v = got[size_t(j * M + m)];
-                ASSERT_EQ(v, expected_element(type, w.row(m), x, K)) << "m=" << m << " j=" << j;
-                double ref = 0.0;
-                for (int64_t k = 0; k < K; ++k)
-                    ref += double(a_f[size_t(m * K + k)]) * x_q[size_t(k)];
-                err += (v - ref) * (v - ref);
-                ref_sq += ref * ref;
+    // M: 7 groups, which one thread's generation reads as two streams of 2 and a last one.
+    const int64_t K = test_depth(type), M = 112;
+    for (const Layout layout : kLayouts) {
+        RepackedWeights w(type, K, M, 1, 1, layout);
+        ASSERT_EQ(cpu::is_repacked(w.a), layout == Layout::repacked);
+        const std::vector<float> a_f = dequantize(type, w.file_bytes, K * M);
+        for (int64_t n : {1, 2, 7, 24, 32, 100}) {
+            SCOPED_TRACE(::testing::Message() << layout_name(layout) << " n=" << n);
+            Context ctx({.mem_size = 4u << 20});
+            Tensor *b = random_f32(ctx, {K, n}, uint32_t(n));
+            Tensor *out = mul_mat(ctx, w.a, b);
+            const std::vector<float> got = run_graph(ctx, out, 1);
+            EXPECT_EQ(got, run_graph(ctx, out, 3));
+            double err = 0.0, ref_sq = 0.0;
+            for (int64_t j = 0; j < n; ++j) {
+                const float *x = static_cast<const float *>(b->data) + j * K;
+                const std::vector<float> x_q =
+                    dequantize(traits(type).vec_dot_type, quantize_column(type, x, K), K);
+                for (int64_t m = 0; m < M; ++m) {
+                    const float v = got[size_t(j * M + m)];
+                    ASSERT_EQ(v, expected_element(type, w.row(m), x, K)) << "m=" << m << " j=" << j;
+                    double ref = 0.0;
+                    for (int64_t k = 0; k < K; ++k)
+                        ref += double(a_f[size_t(m * K + k)]) * x_q[size_t(k)];
+                    err += (v - ref) * (v - ref);
+                    ref_sq += ref * ref;
+                }
             }
+            EXPECT_LT(err / ref_sq, 5e-4);
         }
-        EXPECT_LT(err / ref_sq, 5e-4);
     }
 }
 
 TEST_P(RepackedMatMul, ExpertsFromIds) {
     const DType type = GetParam();
     const int64_t K = test_depth(type), M = 32, n_expert = 4, n_used = 2, n_tokens = 9;
-    RepackedWeights w(type, K, M, n_expert, 3);
-    Context ctx({.mem_size = 4u << 20});
-    Tensor *b = random_f32(ctx, {K, n_used, n_tokens}, 4);
-    Tensor *ids = ctx.new_tensor(DType::I32, {n_used, n_tokens});
-    auto *id = static_cast<int32_t *>(ids->data);
-    for (int64_t i = 0; i < n_used * n_tokens; ++i) id[i] = int32_t((i * 3 + 1) % n_expert);
-    Tensor *out = mul_mat_id(ctx, w.a, b, ids);
-    const std::vector<float> got = run_graph(ctx, out, 2);
-    EXPECT_EQ(got, run_graph(ctx, out, 1));
-    for (int64_t p = 0; p < n_used * n_tokens; ++p) {
-        const float *x = static_cast<const float *>(b->data) + p * K;
-        for (int64_t m = 0; m < M; ++m) {
-            ASSERT_EQ(got[size_t(p * M + m)], expected_element(type, w.row(m, id[p]), x, K))
-                << "pair " << p << " m=" << m;
+    for (const Layout layout : kLayouts) {
+        SCOPED_TRACE(layout_name(layout));
+        RepackedWeights w(type, K, M, n_expert, 3, layout);
+        Context ctx({.mem_size = 4u << 20});
+        Tensor *b = random_f32(ctx, {K, n_used, n_tokens}, 4);
+        Tensor *ids = ctx.new_tensor(DType::I32, {n_used, n_tokens});
+        auto *id = static_cast<int32_t *>(ids->data);
+        for (int64_t i = 0; i < n_used * n_tokens; ++i) id[i] = int32_t((i * 3 + 1) % n_expert);
+        Tensor *out = mul_mat_id(ctx, w.a, b, ids);
+        const std::vector<float> got = run_graph(ctx, out, 2);
+        EXPECT_EQ(got, run_graph(ctx, out, 1));
+        for (int64_t p = 0; p < n_used * n_tokens; ++p) {
+            const float *x = static_cast<const float *>(b->data) + p * K;
+            for (int64_t m = 0; m < M; ++m) {
+                ASSERT_EQ(got[size_t(p * M + m)], expected_element(type, w.row(m, id[p]), x, K))
+                    << "pair " << p << " m=" << m;
+            }
         }
     }
 }
