@@ -90,16 +90,8 @@ int64_t layer_of(std::string_view name) {
 // it has moved.
 struct MovedWeights {
     std::vector<std::unique_ptr<Buffer>> buffers;
-    std::vector<Tensor *> later;  // to repack in the background (F16, BF16), still in the mapping
+    std::vector<Tensor *> later;  // to repack in the background, still in the mapping
 };
-
-// F16 and BF16 matrices headed for the repacked layout: 2 bytes a weight, most of a float
-// model's start, and computed from the file's layout with the same bits meanwhile
-// (engine/model/deferred_moves.h). The block formats move before the first token: 0.3-1.1 bytes
-// a weight, and their file-layout kernels give other bits.
-bool repack_later(const Tensor *t) {
-    return (t->type == DType::F16 || t->type == DType::BF16) && cpu_repacks(t);
-}
 
 MovedWeights move_weights(const WeightLoader &loader, const std::vector<BufferType *> &layer_types,
                           const ModelParams &params, const std::string &path) {
@@ -119,7 +111,12 @@ MovedWeights move_weights(const WeightLoader &loader, const std::vector<BufferTy
             BufferType *type =
                 il >= 0 && !layer_types.empty() ? layer_types.at(size_t(il)) : nullptr;
             if (type == nullptr && !params.repack) continue;
-            if (type == nullptr && params.repack_in_background && repack_later(t)) {
+            // The matrices headed for the repacked layout: most of a model's bytes, so most of
+            // its start where fresh memory comes slowly (a VM whose host backs each page on its
+            // first touch). They are computed from the file's layout with the same bits
+            // meanwhile (F16 and BF16 transposed in registers, the block formats permuted a few
+            // groups at a time: core/cpu/qgemm.h), so the first tokens need not wait for them.
+            if (type == nullptr && params.repack_in_background && cpu_repacks(t)) {
                 moved.later.push_back(t);
                 continue;
             }

@@ -21,8 +21,8 @@ namespace loom::engine {
 
 struct ModelParams {
     bool repack = true;  // copy the matrices out of the mapping, block formats interleaved
-    // With repack: F16 and BF16 matrices are repacked on a thread of their own after load
-    // returns, the first tokens computed from the mapping with the same bits meanwhile
+    // With repack: the matrices of the repacked layouts are repacked on a thread of their own
+    // after load returns, the first tokens computed from the mapping with the same bits meanwhile
     // (engine/model/deferred_moves.h); false: before load returns.
     bool repack_in_background = true;
     bool progress = true;  // a progress bar on stderr while loading files over 100 MB

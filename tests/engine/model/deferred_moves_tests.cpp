@@ -206,7 +206,7 @@ TEST_P(BackgroundRepack, SameLogitsAsMovingFirst) {
                            .n_layer = 10,
                            .n_head = 8,
                            .n_head_kv = 4,
-                           .n_ff = 1408,
+                           .n_ff = 1536,  // whole super-blocks of 256
                            .n_ctx = 64},
                           GetParam());
     const auto first = Model::load(path, {.repack_in_background = false, .progress = false});
@@ -225,7 +225,11 @@ TEST_P(BackgroundRepack, SameLogitsAsMovingFirst) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Float, BackgroundRepack, ::testing::Values(DType::F16, DType::BF16),
+// The float layouts, and block formats of both kinds (legacy, K-quant: the one that reads its
+// group in pieces).
+INSTANTIATE_TEST_SUITE_P(Types, BackgroundRepack,
+                         ::testing::Values(DType::F16, DType::BF16, DType::Q4_0, DType::Q8_0,
+                                           DType::Q6_K),
                          [](const auto &info) { return std::string(dtype_name(info.param)); });
 
 }  // namespace
