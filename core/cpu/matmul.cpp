@@ -26,11 +26,14 @@ bool writes_f32_rows(const Tensor *dst) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Block-format weights that can be repacked (core/cpu/repack.h) go through the integer kernels of
-// core/cpu/qgemm.h, repacked or not yet (which the kernels permute as they go, for the same bits),
-// everything else through gemm.h. (Float weights take gemm.h, repacked as grouped rows.)
+// Repacked block-format weights (core/cpu/repack.h) go through the integer kernels of
+// core/cpu/qgemm.h, and so do those whose repacked copy is being made (kFlagRepackPending), which
+// the kernels permute as they go, for the same bits; everything else through gemm.h: the per-row
+// dot products of the file's layout (`--no-repack`) and the float weights, repacked as grouped rows
+// or not.
 bool integer_kernels(const Tensor *a) {
-    return level_can_repack(a) && traits(a->type).is_quantized;
+    return traits(a->type).is_quantized &&
+           (level_is_repacked(a) || (level_can_repack(a) && (a->flags & kFlagRepackPending)));
 }
 
 void run_product(const ComputeParams &params, const gemm::Problem &problem, const Tensor *a,

@@ -141,7 +141,7 @@ const Format *format(DType type);
 size_t shared_size(DType type, int64_t k, int64_t n_columns);
 size_t work_size(DType type, int64_t k);
 // Weights still in the file's layout (Job::a_grouped false: a matrix whose repacked copy is being
-// made, engine/model/deferred_moves.h, or one kept in the file's mapping) are permuted into the
+// made, kFlagRepackPending, engine/model/deferred_moves.h) are permuted into the
 // repacked layout a few groups at a time, in this many more bytes of each thread's scratch, just
 // before the tiles read them: the same bytes as the repacked copy's, so the same bits in every
 // output, at the cost of the permutation (the tiles' repacked reads are what makes them fast).

@@ -5,6 +5,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "loom/backend.h"
 #include "loom/cpu.h"
 #include "loom/error.h"
@@ -143,11 +147,122 @@ void move_field(const uint8_t *src, uint8_t *dst, size_t plain, size_t packed, i
     }
 }
 
+#if LOOM_X86_AVX2
+// A field of 4-byte units into the group block, 16 bytes of each row at a time: the 16 rows'
+// units 4c .. 4c + 3 transposed in registers into four vectors of one unit for every row, with
+// unpacks within 128-bit lanes (a lane holding rows 4l .. 4l + 3 once the four registers hold one
+// row each per lane). This is most of the bytes of every block format, and the kernels permute
+// them as they read weights still in the file's layout (qgemm.h, staging_size): one load and store
+// per unit made reading from the file's layout 4-5x slower than from the repacked one.
+#if LOOM_X86_AVX512F
+using Lanes = __m512i;  // four 128-bit lanes: rows 4l + i of register i, for l = 0 .. 3
+constexpr int kLaneRows = 16;
+inline Lanes load_lanes(const uint8_t *row0, size_t stride) {
+    const auto row = [&](int r) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i *>(row0 + size_t(r) * stride));
+    };
+    Lanes v = _mm512_castsi128_si512(row(0));
+    v = _mm512_inserti32x4(v, row(4), 1);
+    v = _mm512_inserti32x4(v, row(8), 2);
+    return _mm512_inserti32x4(v, row(12), 3);
+}
+inline Lanes unpack_lo32(Lanes a, Lanes b) {
+    return _mm512_unpacklo_epi32(a, b);
+}
+inline Lanes unpack_hi32(Lanes a, Lanes b) {
+    return _mm512_unpackhi_epi32(a, b);
+}
+inline Lanes unpack_lo64(Lanes a, Lanes b) {
+    return _mm512_unpacklo_epi64(a, b);
+}
+inline Lanes unpack_hi64(Lanes a, Lanes b) {
+    return _mm512_unpackhi_epi64(a, b);
+}
+inline Lanes xor_lanes(Lanes a, uint32_t flip) {
+    return _mm512_xor_si512(a, _mm512_set1_epi32(int(flip)));
+}
+inline void store_lanes(uint8_t *p, Lanes v) {
+    _mm512_storeu_si512(p, v);
+}
+#else
+using Lanes = __m256i;  // two 128-bit lanes: rows 4l + i of register i, for l = 0, 1
+constexpr int kLaneRows = 8;
+inline Lanes load_lanes(const uint8_t *row0, size_t stride) {
+    return _mm256_loadu2_m128i(reinterpret_cast<const __m128i *>(row0 + 4 * stride),
+                               reinterpret_cast<const __m128i *>(row0));
+}
+inline Lanes unpack_lo32(Lanes a, Lanes b) {
+    return _mm256_unpacklo_epi32(a, b);
+}
+inline Lanes unpack_hi32(Lanes a, Lanes b) {
+    return _mm256_unpackhi_epi32(a, b);
+}
+inline Lanes unpack_lo64(Lanes a, Lanes b) {
+    return _mm256_unpacklo_epi64(a, b);
+}
+inline Lanes unpack_hi64(Lanes a, Lanes b) {
+    return _mm256_unpackhi_epi64(a, b);
+}
+inline Lanes xor_lanes(Lanes a, uint32_t flip) {
+    return _mm256_xor_si256(a, _mm256_set1_epi32(int(flip)));
+}
+inline void store_lanes(uint8_t *p, Lanes v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), v);
+}
+#endif
+
+// The units of `field` (size a multiple of 16, no high_bits) of block `plain_block` of the 16
+// rows at `src` into the group block at `dst + group_block`.
+void transpose_field(const Field &field, const uint8_t *src, uint8_t *dst, size_t plain_block,
+                     size_t group_block, size_t row_bytes) {
+    const uint32_t flip = uint32_t(field.flip) * 0x01010101u;
+    for (int c = 0; c < field.size / 16; ++c) {
+        const uint8_t *from = src + plain_block + size_t(field.offset) + 16 * size_t(c);
+        uint8_t *to = dst + group_block + size_t(kRepackRows * field.offset) +
+                      size_t(4 * c) * kRepackRows * 4;
+        for (int r0 = 0; r0 < kRepackRows; r0 += kLaneRows) {
+            const uint8_t *rows = from + size_t(r0) * row_bytes;
+            const Lanes a = load_lanes(rows, row_bytes),
+                        b = load_lanes(rows + row_bytes, row_bytes),
+                        c2 = load_lanes(rows + 2 * row_bytes, row_bytes),
+                        d = load_lanes(rows + 3 * row_bytes, row_bytes);
+            const Lanes ab_lo = unpack_lo32(a, b), ab_hi = unpack_hi32(a, b);
+            const Lanes cd_lo = unpack_lo32(c2, d), cd_hi = unpack_hi32(c2, d);
+            const Lanes units[4] = {unpack_lo64(ab_lo, cd_lo), unpack_hi64(ab_lo, cd_lo),
+                                    unpack_lo64(ab_hi, cd_hi), unpack_hi64(ab_hi, cd_hi)};
+            for (int u = 0; u < 4; ++u) {
+                const Lanes v = flip != 0 ? xor_lanes(units[u], flip) : units[u];
+                store_lanes(to + size_t(u) * kRepackRows * 4 + size_t(r0) * 4, v);
+            }
+        }
+    }
+}
+#endif
+
 template <typename Unit, bool kToRepacked>
 void move_field_rows(const Field &field, const uint8_t *src, uint8_t *dst, size_t plain_block,
                      size_t group_block, size_t row_bytes) {
+#if LOOM_X86_AVX2
+    if constexpr (kToRepacked && sizeof(Unit) == 4) {
+        if (field.size % 16 == 0 && !field.high_bits) {
+            return transpose_field(field, src, dst, plain_block, group_block, row_bytes);
+        }
+    }
+#endif
     const auto flip = Unit(uint32_t(field.flip) * 0x01010101u);
     const int n_units = field.size / int(sizeof(Unit));
+    if (kToRepacked && n_units == 1 && !field.high_bits) {
+        // One unit a row (a block's scales): the 16 side by side, in a loop the compiler unrolls.
+        auto *to = dst + group_block + size_t(kRepackRows * field.offset);
+        const uint8_t *from = src + plain_block + size_t(field.offset);
+        Unit v[kRepackRows];
+        for (int64_t r = 0; r < kRepackRows; ++r) {
+            std::memcpy(&v[r], from + size_t(r) * row_bytes, sizeof(Unit));
+            v[r] = Unit(v[r] ^ flip);
+        }
+        std::memcpy(to, v, sizeof v);
+        return;
+    }
     for (int64_t r = 0; r < kRepackRows; ++r) {
         move_field<Unit, kToRepacked>(
             src, dst, size_t(r) * row_bytes + plain_block + size_t(field.offset),
@@ -165,10 +280,21 @@ inline void copy_piece(uint8_t *dst, const uint8_t *src, int size) {
     }
 }
 
-// Moves one group of 16 rows between layouts.
+// Into the repacked layout, a group's 16 rows are read side by side, 16 streams a few bytes a
+// step, which the hardware prefetchers do not follow: the loads of each block waited for memory
+// (the kernels reading weights in the file's layout spent 85 % of their time in this permutation,
+// most of it there). The group after it, the next one read in any run of groups, comes to L2
+// meanwhile, a share of its lines with each block: part b of n.
+inline void prefetch_next_group(const uint8_t *group, size_t group_bytes, int64_t b, int64_t n) {
+    const size_t lines = (group_bytes + 63) / 64;
+    const size_t first = lines * size_t(b) / size_t(n), last = lines * size_t(b + 1) / size_t(n);
+    for (size_t l = first; l < last; ++l) __builtin_prefetch(group + group_bytes + 64 * l, 0, 2);
+}
+
+// Moves one group of 16 rows between layouts (prefetching the next where `prefetch`).
 template <bool kToRepacked>
 void convert_group(const Layout &layout, size_t block_bytes, int64_t n_blocks, const uint8_t *src,
-                   uint8_t *dst, size_t row_bytes) {
+                   uint8_t *dst, size_t row_bytes, bool prefetch = true) {
     if (layout.n_pieces > 0) {
         // The fields interleave into (or out of) one group block in L1, which then moves as the
         // pieces say.
@@ -181,9 +307,10 @@ void convert_group(const Layout &layout, size_t block_bytes, int64_t n_blocks, c
             const size_t group_block = plain_block * kRepackRows;
             size_t at = 0;
             if constexpr (kToRepacked) {
+                prefetch_next_group(src, row_bytes * kRepackRows, b, n_blocks);
                 uint8_t *group = dst + group_block;
                 convert_group<true>(fields_only, block_bytes, 1, src + plain_block, staged,
-                                    row_bytes);
+                                    row_bytes, /*prefetch=*/false);
                 for (int i = 0; i < layout.n_pieces; ++i) {
                     const Piece &piece = layout.pieces[size_t(i)];
                     copy_piece(group + at, staged + piece.from, piece.size);
@@ -205,6 +332,9 @@ void convert_group(const Layout &layout, size_t block_bytes, int64_t n_blocks, c
     for (int64_t b = 0; b < n_blocks; ++b) {
         const size_t plain_block = size_t(b) * block_bytes;
         const size_t group_block = plain_block * kRepackRows;
+        if (kToRepacked && prefetch) {
+            prefetch_next_group(src, row_bytes * kRepackRows, b, n_blocks);
+        }
         for (int f = 0; f < layout.n_fields; ++f) {
             const Field &field = layout.fields[size_t(f)];
             switch (field.unit) {

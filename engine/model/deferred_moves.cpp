@@ -4,6 +4,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "loom/cpu.h"
 #include "loom/error.h"
 
 namespace loom::engine {
@@ -37,6 +38,8 @@ DeferredMoves::DeferredMoves(BufferType &type, std::vector<Tensor *> tensors, Re
         m.copy.data = nullptr;
         m.copy.buffer = nullptr;
         moves_.push_back(m);
+        // Until repointed, the products read the old bytes as the copy will hold them.
+        if (&type == &cpu_repack_buffer_type()) t->flags |= kFlagRepackPending;
     }
     uint64_t total = 0;
     for (Move &m : moves_) {
@@ -133,6 +136,7 @@ void DeferredMoves::install_finished() {
         const void *old = t->data;
         t->data = moves_[i].copy.data;
         t->buffer = moves_[i].copy.buffer;
+        t->flags &= ~uint32_t(kFlagRepackPending);
         // A tensor over the budget released its bytes chunk by chunk as they were copied.
         if (release_ && t->nbytes() <= pending_budget_) release_(old, t->nbytes());
     }

@@ -2,13 +2,14 @@
 // Weight matrices moved into their repacked layout after the model has loaded, on a thread of
 // their own, while the first tokens are computed from the file's mapping.
 //
-// Copying an F16 or BF16 model's matrices into fresh memory is most of its start (1.6 GB for a 1B
-// model: 0.25 s where the memory comes cheap, 1.4-2 s on a VM whose host backs each fresh page on
-// first touch, against llama.cpp's 0.3 s that maps the file and allocates nothing). Their
-// products over the file's layout give the same bits as over the repacked one (a transpose in
-// registers, tests/quant/grouped_float_matmul_tests.cpp) at about 0.7x the speed, so the first
-// tokens need not wait: each tensor keeps pointing into the mapping until its copy is finished
-// and nothing is computing, then points at the copy and its mapped pages are dropped.
+// Copying a model's matrices into fresh memory is most of its start (1.6 GB for a 1B F16 model:
+// 0.25 s where the memory comes cheap, 1.4-2 s on a VM whose host backs each fresh page on first
+// touch, against llama.cpp's 0.3 s that maps the file and allocates nothing; 0.5 s for Q8_0 there).
+// Their products over the file's layout give the same bits as over the repacked one (F16 / BF16: a
+// transpose in registers, tests/quant/grouped_float_matmul_tests.cpp; the block formats: each group
+// permuted as it is read, kFlagRepackPending, core/cpu/qgemm.h) at 0.6-0.75x the speed, so the
+// first tokens need not wait: each tensor keeps pointing into the mapping until its copy is
+// finished and nothing is computing, then points at the copy and its mapped pages are dropped.
 //
 // Who reads the tensors' data (a graph being built, allocated and computed) holds hold() for that
 // long; a tensor is repointed only while nobody does. The copying begins once the first

@@ -74,6 +74,9 @@ enum TensorFlag : uint32_t {
     kFlagOutput = 1u << 1,   // read after compute: its memory is never reused
     kFlagParam = 1u << 2,    // a weight
     kFlagCompute = 1u << 3,  // set by the graph on nodes that run
+    // A weight still in the file's layout while its repacked copy is made: the matrix products
+    // read it as if repacked, with the same bits (core/cpu/qgemm.h, staging_size).
+    kFlagRepackPending = 1u << 4,
 };
 
 // A tensor is metadata plus a data pointer. ne[0] is the innermost dimension; nb[i] is the

@@ -35,8 +35,8 @@ const DType kRepackedTypes[] = {DType::Q4_0,  DType::Q4_1,   DType::Q5_0,  DType
                                 DType::Q2_K,  DType::Q3_K,   DType::Q4_K,  DType::Q5_K, DType::Q6_K,
                                 DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
 
-// Where the weights lie: repacked, or in the file's layout (a matrix not yet moved, which the
-// kernels permute as they read it).
+// Where the weights lie: repacked, or in the file's layout while their repacked copy is made
+// (kFlagRepackPending: the kernels permute them as they read them).
 enum class Layout { repacked, file };
 const Layout kLayouts[] = {Layout::repacked, Layout::file};
 const char *layout_name(Layout l) {
@@ -65,6 +65,7 @@ struct RepackedWeights {
         buffer = place_tensors(
             layout == Layout::repacked ? cpu_repack_buffer_type() : host_buffer_type(), tensors);
         buffer->set_tensor(a, file_bytes.data(), 0, file_bytes.size());
+        if (layout == Layout::file) a->flags |= kFlagRepackPending;
     }
     const std::byte *row(int64_t m, int64_t mat = 0) const {
         return file_bytes.data() + size_t(mat) * a->nb[2] + size_t(m) * a->nb[1];
@@ -492,21 +493,27 @@ TEST_P(RepackedMatMul, OtherReadersAreRefused) {
     }
 }
 
-// A matrix whose rows do not fill groups of 16 stays in the file's layout and multiplies as usual.
+// A matrix whose rows do not fill groups of 16 stays in the file's layout and multiplies as usual
+// (per row, in llama.cpp's order); so does one that could be repacked but is not headed there
+// (`--no-repack`).
 TEST_P(RepackedMatMul, UngroupableRowsStayPlain) {
     const DType type = GetParam();
-    const int64_t K = test_depth(type), M = 20;
-    RepackedWeights w(type, K, M, 1, 9);
-    EXPECT_FALSE(cpu::is_repacked(w.a));
-    EXPECT_EQ(std::memcmp(w.a->data, w.file_bytes.data(), w.file_bytes.size()), 0);
-    Context ctx({.mem_size = 1u << 20});
-    Tensor *b = random_f32(ctx, {K, 3}, 2);
-    const std::vector<float> got = run_graph(ctx, mul_mat(ctx, w.a, b), 2);
-    const DTypeTraits &t = traits(type);
-    for (int64_t m = 0; m < M; ++m) {
-        const std::vector<std::byte> q =
-            quantize_column(type, static_cast<const float *>(b->data) + K, K);
-        EXPECT_EQ(got[size_t(M + m)], t.vec_dot(K, w.row(m), q.data())) << m;
+    const int64_t K = test_depth(type);
+    for (const int64_t M : {20, 32}) {
+        SCOPED_TRACE(::testing::Message() << "M=" << M);
+        RepackedWeights w(type, K, M, 1, 9, M % 16 == 0 ? Layout::file : Layout::repacked);
+        w.a->flags &= ~uint32_t(kFlagRepackPending);
+        EXPECT_FALSE(cpu::is_repacked(w.a));
+        EXPECT_EQ(std::memcmp(w.a->data, w.file_bytes.data(), w.file_bytes.size()), 0);
+        Context ctx({.mem_size = 1u << 20});
+        Tensor *b = random_f32(ctx, {K, 3}, 2);
+        const std::vector<float> got = run_graph(ctx, mul_mat(ctx, w.a, b), 2);
+        const DTypeTraits &t = traits(type);
+        for (int64_t m = 0; m < M; ++m) {
+            const std::vector<std::byte> q =
+                quantize_column(type, static_cast<const float *>(b->data) + K, K);
+            EXPECT_EQ(got[size_t(M + m)], t.vec_dot(K, w.row(m), q.data())) << m;
+        }
     }
 }
 

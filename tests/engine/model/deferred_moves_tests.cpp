@@ -222,6 +222,7 @@ TEST_P(BackgroundRepack, SameLogitsAsMovingFirst) {
     for (const Tensor *t : {l0.wq, l0.ffn_down, later->weights().output}) {
         ASSERT_NE(t, nullptr);
         EXPECT_EQ(&t->buffer->type(), &cpu_repack_buffer_type()) << t->name;
+        EXPECT_FALSE(t->flags & kFlagRepackPending) << t->name;
     }
 }
 
