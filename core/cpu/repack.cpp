@@ -157,26 +157,15 @@ void move_field(const uint8_t *src, uint8_t *dst, size_t plain, size_t packed, i
 #if LOOM_X86_AVX512F
 using Lanes = __m512i;  // four 128-bit lanes: rows 4l + i of register i, for l = 0 .. 3
 constexpr int kLaneRows = 16;
+#define LOOM_LANES(op) _mm512_##op
 inline Lanes load_lanes(const uint8_t *row0, size_t stride) {
     const auto row = [&](int r) {
         return _mm_loadu_si128(reinterpret_cast<const __m128i *>(row0 + size_t(r) * stride));
     };
-    Lanes v = _mm512_castsi128_si512(row(0));
+    Lanes v = _mm512_zextsi128_si512(row(0));
     v = _mm512_inserti32x4(v, row(4), 1);
     v = _mm512_inserti32x4(v, row(8), 2);
     return _mm512_inserti32x4(v, row(12), 3);
-}
-inline Lanes unpack_lo32(Lanes a, Lanes b) {
-    return _mm512_unpacklo_epi32(a, b);
-}
-inline Lanes unpack_hi32(Lanes a, Lanes b) {
-    return _mm512_unpackhi_epi32(a, b);
-}
-inline Lanes unpack_lo64(Lanes a, Lanes b) {
-    return _mm512_unpacklo_epi64(a, b);
-}
-inline Lanes unpack_hi64(Lanes a, Lanes b) {
-    return _mm512_unpackhi_epi64(a, b);
 }
 inline Lanes xor_lanes(Lanes a, uint32_t flip) {
     return _mm512_xor_si512(a, _mm512_set1_epi32(int(flip)));
@@ -187,21 +176,10 @@ inline void store_lanes(uint8_t *p, Lanes v) {
 #else
 using Lanes = __m256i;  // two 128-bit lanes: rows 4l + i of register i, for l = 0, 1
 constexpr int kLaneRows = 8;
+#define LOOM_LANES(op) _mm256_##op
 inline Lanes load_lanes(const uint8_t *row0, size_t stride) {
     return _mm256_loadu2_m128i(reinterpret_cast<const __m128i *>(row0 + 4 * stride),
                                reinterpret_cast<const __m128i *>(row0));
-}
-inline Lanes unpack_lo32(Lanes a, Lanes b) {
-    return _mm256_unpacklo_epi32(a, b);
-}
-inline Lanes unpack_hi32(Lanes a, Lanes b) {
-    return _mm256_unpackhi_epi32(a, b);
-}
-inline Lanes unpack_lo64(Lanes a, Lanes b) {
-    return _mm256_unpacklo_epi64(a, b);
-}
-inline Lanes unpack_hi64(Lanes a, Lanes b) {
-    return _mm256_unpackhi_epi64(a, b);
 }
 inline Lanes xor_lanes(Lanes a, uint32_t flip) {
     return _mm256_xor_si256(a, _mm256_set1_epi32(int(flip)));
@@ -226,10 +204,13 @@ void transpose_field(const Field &field, const uint8_t *src, uint8_t *dst, size_
                         b = load_lanes(rows + row_bytes, row_bytes),
                         c2 = load_lanes(rows + 2 * row_bytes, row_bytes),
                         d = load_lanes(rows + 3 * row_bytes, row_bytes);
-            const Lanes ab_lo = unpack_lo32(a, b), ab_hi = unpack_hi32(a, b);
-            const Lanes cd_lo = unpack_lo32(c2, d), cd_hi = unpack_hi32(c2, d);
-            const Lanes units[4] = {unpack_lo64(ab_lo, cd_lo), unpack_hi64(ab_lo, cd_lo),
-                                    unpack_lo64(ab_hi, cd_hi), unpack_hi64(ab_hi, cd_hi)};
+            const Lanes ab_lo = LOOM_LANES(unpacklo_epi32)(a, b);
+            const Lanes ab_hi = LOOM_LANES(unpackhi_epi32)(a, b);
+            const Lanes cd_lo = LOOM_LANES(unpacklo_epi32)(c2, d);
+            const Lanes cd_hi = LOOM_LANES(unpackhi_epi32)(c2, d);
+            const Lanes units[4] = {
+                LOOM_LANES(unpacklo_epi64)(ab_lo, cd_lo), LOOM_LANES(unpackhi_epi64)(ab_lo, cd_lo),
+                LOOM_LANES(unpacklo_epi64)(ab_hi, cd_hi), LOOM_LANES(unpackhi_epi64)(ab_hi, cd_hi)};
             for (int u = 0; u < 4; ++u) {
                 const Lanes v = flip != 0 ? xor_lanes(units[u], flip) : units[u];
                 store_lanes(to + size_t(u) * kRepackRows * 4 + size_t(r0) * 4, v);
@@ -237,6 +218,7 @@ void transpose_field(const Field &field, const uint8_t *src, uint8_t *dst, size_
         }
     }
 }
+#undef LOOM_LANES
 #endif
 
 template <typename Unit, bool kToRepacked>
