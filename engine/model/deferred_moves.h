@@ -7,9 +7,10 @@
 // touch, against llama.cpp's 0.3 s that maps the file and allocates nothing; 0.5 s for Q8_0 there).
 // Their products over the file's layout give the same bits as over the repacked one (F16 / BF16: a
 // transpose in registers, tests/quant/grouped_float_matmul_tests.cpp; the block formats: each group
-// permuted as it is read, kFlagRepackPending, core/cpu/qgemm.h) at 0.6-0.75x the speed, so the
-// first tokens need not wait: each tensor keeps pointing into the mapping until its copy is
-// finished and nothing is computing, then points at the copy and its mapped pages are dropped.
+// permuted as it is read, kFlagRepackPending, core/cpu/qgemm.h) more slowly (F16 about 0.7x, the
+// block formats 0.4-0.55x: docs/PERFORMANCE.md), so the first tokens need not wait: each tensor
+// keeps pointing into the mapping until its copy is finished and nothing is computing, then points
+// at the copy and its mapped pages are dropped.
 //
 // Who reads the tensors' data (a graph being built, allocated and computed) holds hold() for that
 // long; a tensor is repointed only while nobody does. The copying begins once the first
