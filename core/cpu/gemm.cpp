@@ -29,6 +29,7 @@ void pack_panel(const std::byte *a, size_t nb1, int64_t rows, int64_t kc, float 
         for (int h = 0; h < MR; h += VL) {
             vf r[VL];
             for (int i = 0; i < VL; ++i) {
+                prefetch_next_panel(a + size_t(h + i) * nb1 + size_t(k) * W::kSize, nb1);
                 r[i] = h + i < rows ? W::vec(a + size_t(h + i) * nb1, k) : vf{};
             }
             transpose(r);

@@ -154,8 +154,9 @@ void pack_panel_bf16(const std::byte *a, size_t nb1, int64_t rows, int64_t k0, i
         for (int h = 0; h < MR; h += VL) {
             vf r[VL];
             for (int i = 0; i < VL; ++i) {
-                r[i] = h + i < rows ? load_raw(a + size_t(h + i) * nb1 + size_t(k0 + 2 * p) * 2)
-                                    : vf{};
+                const std::byte *at = a + size_t(h + i) * nb1 + size_t(k0 + 2 * p) * 2;
+                prefetch_next_panel(at, nb1);
+                r[i] = h + i < rows ? load_raw(at) : vf{};
             }
             transpose(r);
             for (int i = 0; i < VL; ++i) std::memcpy(out + (p + i) * MR + h, &r[i], sizeof r[i]);

@@ -44,6 +44,15 @@ constexpr int64_t NC = 256 * NR;
 constexpr int64_t kPrefetchSteps = 4;
 static_assert(MC % MR == 0 && NC % NR == 0);
 
+// Packing a panel reads MR rows side by side, a few cache lines of each (a row of a KC block is
+// 1 KiB of F16), which no hardware prefetcher follows: each element read is prefetched into L2 for
+// the same place of the next panel's rows, MR rows on, which is what the next packing reads. The
+// first tokens of an F16 model, computed from the file's mapping with 9 columns (a prompt), Zen 4:
+// 0.33-0.60 s -> 0.24-0.34 s; two panels ahead the same, into L1 slower (0.36-0.41 s).
+[[gnu::always_inline]] inline void prefetch_next_panel(const std::byte *element, size_t nb1) {
+    __builtin_prefetch(element + size_t(MR) * nb1, 0, 2);
+}
+
 // Transposes a VL x VL block held as VL row vectors, in log2(VL) stages; stage B swaps bit B of
 // the row index with bit B of the column index (the butterfly behind every SIMD transpose).
 // Lane j of the new rows i and i + B, as indices into the concatenation (r[i], r[i + B]):
