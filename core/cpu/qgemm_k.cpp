@@ -417,27 +417,44 @@ void tile_lanes(const std::byte *group, size_t stride, int64_t n_blocks, const s
         if constexpr (NC <= kStreamColumns) {
             // Generation: one lane at a time through the 8 chunks, so that only its unit, its
             // sums and its scales are live (the integer sums are exact: the order does not change
-            // them), and the lanes in a loop, so that the compiler does not interleave them again.
-            // Chunk after chunk with all 8 lanes live spilled them with AVX2's 16 registers: on a
-            // Zen 2 EPYC, Q6_K n = 1 in L2 14.1-15.5 GB/s that way, 21.6-22.9 lane by lane
-            // unrolled, 24.4-25.5 in a loop (docs/PERFORMANCE.md).
-#pragma GCC unroll 1
-            for (int u = 0; u < 8; ++u) {
+            // them). Chunk after chunk with all 8 lanes live spilled them with AVX2's 16
+            // registers: on a Zen 2 EPYC, Q6_K n = 1 in L2 14.1-15.5 GB/s that way, 21.6-22.9
+            // lane by lane unrolled, 24.4-25.5 in a loop (docs/PERFORMANCE.md).
+            auto run_lane = [&](int u) LOOM_INLINE_LAMBDA {
                 prefetch_weights<Decoded::kGroupBlock, NC, 8, Decoded::kStreamAhead>(w, u);
-                Ints lane[NC];
-                for (int c = 0; c < NC; ++c) lane[c] = block.start(terms(c), u);
+                // Even and odd chunks in two sums, half as long a chain of dependent products
+                // (Zen 4, Q6_K n = 1 in L2: 33.6-34.2 -> 35.5-36.6 GB/s).
+                Ints even[NC], odd[NC];
+                for (int c = 0; c < NC; ++c) {
+                    even[c] = block.start(terms(c), u);
+                    odd[c] = Ints::zero();
+                }
 #pragma GCC unroll 8
                 for (int chunk = 0; chunk < 8; ++chunk) {
                     const Ints q = block.levels(chunk, u);
                     for (int c = 0; c < NC; ++c) {
                         // Chunk after chunk: GCC would re-associate the lane's sum and spill the
                         // products (Zen 2, Q6_K n = 1 in L2: 17.7-18.1 GB/s, 18.3-18.8 this way).
-                        lane[c] = add_unit(lane[c], q, c, chunk, u);
-                        settle(lane[c]);
+                        Ints &sum = chunk % 2 == 0 ? even[c] : odd[c];
+                        sum = add_unit(sum, q, c, chunk, u);
+                        settle(sum);
                     }
                 }
                 for (int c = 0; c < NC; ++c)
-                    acc[c][u] = block.finish(acc[c][u], lane[c], terms(c), u, da(c));
+                    acc[c][u] = block.finish(acc[c][u], even[c] + odd[c], terms(c), u, da(c));
+            };
+            // The lanes in a loop, so that the compiler does not interleave them again, except
+            // where AVX-512's 32 registers hold a block's unrolled lanes and the format gains by
+            // it: on a Zen 4 EPYC, Q6_K n = 1 in L2 30.2-32.1 -> 35.5-36.6 GB/s (from memory, the
+            // same or faster within the host's swings); Q5_K in L2 31.3-33.0 -> 30.4-30.6, and
+            // Q2_K's generation unrolled (its levels looked up pre-scaled) lost 3-5 points of the
+            // read loop (docs/PERFORMANCE.md).
+            if constexpr (LOOM_QGEMM_512 && Decoded::kUnrolledLanes) {
+#pragma GCC unroll 8
+                for (int u = 0; u < 8; ++u) run_lane(u);
+            } else {
+#pragma GCC unroll 1
+                for (int u = 0; u < 8; ++u) run_lane(u);
             }
         } else {
             // Wide panels: the block is decoded once into L1, then each column's 8 lanes run
@@ -482,6 +499,7 @@ struct Q2KDecoded {
                             kDmin = 82 * kRepackRows;
     static constexpr int kMaxLevel = 3;
     static constexpr size_t kStreamAhead = qgemm::kStreamAhead;  // prefetched as far as most
+    static constexpr bool kUnrolledLanes = false;
 
     const std::byte *w;
     SubBlockScales scales;
@@ -516,6 +534,7 @@ struct Q5KDecoded {
     static constexpr size_t kGroupBlock = Units::kGroupBlock;
     static constexpr int kMaxLevel = Units::kMaxLevel;
     static constexpr size_t kStreamAhead = qgemm::kStreamAhead;
+    static constexpr bool kUnrolledLanes = false;
 
     const std::byte *w;
     Scale16 scale[8];
@@ -566,6 +585,7 @@ struct Q6KDecoded {
     // alternating, 5 rounds, medians): 2 KiB 28.3 GB/s, 3 KiB 29.7, 4 KiB 27.3, where the Q4_K
     // and Q8_0 tiles lost 5-15 % at 2 KiB, hence a distance per format (docs/PERFORMANCE.md).
     static constexpr size_t kStreamAhead = 3072;
+    static constexpr bool kUnrolledLanes = true;
 
     const std::byte *w;
     Scale16 scale[16];  // each in the low 16 bits of its row's lane
