@@ -110,12 +110,6 @@ void narrow_groups(const std::byte *a, size_t group_bytes, int64_t K, const floa
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) {
                 const std::byte *vec = grouped_vector<W>(a, group_bytes, g * VL);
-                // once per cache line of the group, from its first vector
-                if ((g * VL) % kRepackRows == 0 && k % (64 / (kRepackRows * W::kSize)) == 0) {
-                    __builtin_prefetch(
-                        vec + size_t(k * kRepackRows) * W::kSize + kGroupPrefetchBytes, 0,
-                        kGroupPrefetchLocality);
-                }
                 const vf w = W::vec(vec, k * kRepackRows);
                 for (int c = 0; c < NX; ++c) acc[g][c] = fmadd(w, splat(x[c][k]), acc[g][c]);
             }

@@ -126,9 +126,6 @@ void narrow_groups_bf16(const std::byte *a, size_t group_bytes, int64_t K, const
 #pragma GCC unroll 2
             for (int g = 0; g < G; ++g) {
                 const std::byte *group = a + size_t(g) * group_bytes;
-                // a step reads one cache line of each group
-                __builtin_prefetch(group + size_t(k) * kRepackRows * 2 + kGroupPrefetchBytes, 0,
-                                   kGroupPrefetchLocality);
                 const vf w = grouped_pairs(group, k, lone);
                 for (int c = 0; c < NX; ++c)
                     acc[g][c] = dot_pairs(acc[g][c], w, splat_pair(x[c][k / 2]));

@@ -85,15 +85,12 @@ constexpr int64_t kNarrowMaxN = 4;
 // Each of the VL rows being read is prefetched this far ahead (the packed path's reason for
 // prefetching holds here, with VL streams instead of one).
 constexpr int64_t kNarrowPrefetchBytes = 1024;
-// A group of grouped weights is one contiguous stream; prefetched as far ahead as the integer
-// kernels prefetch theirs (core/cpu/qgemm.h, kStreamAhead, and why). F16, 1 GiB, two threads:
-// 2 KiB 74 GB/s, 4 KiB 79-81 where the read loop reads 87-89 GB/s; 51.8 and 51.1 where it reads
-// 55.6. Into L2, as the integer kernels' (qgemm.h, why): on a Zen 4 EPYC, the 1B files'
-// generation against the read loop, into L1 / L2 / none, three rounds interleaved: F16 84-90 /
-// 90-93 / 92-100 %, BF16 83-95 / 90-93 / 97-98.
-constexpr size_t kGroupPrefetchBytes = 4096;
-// __builtin_prefetch's locality for those: 2 is prefetcht1, into L2.
-constexpr int kGroupPrefetchLocality = 2;
+// A group of grouped weights (narrow_groups, narrow_groups_bf16) is one contiguous stream, which
+// the core's own prefetchers follow: they are not prefetched. On a Zen 4 EPYC, the 1B files'
+// generation against the read loop (loom-bench-bound -n 64, two threads, alternating, three
+// rounds): F16 79-94 % with prefetcht1 4 KiB ahead, 99.5-100 % without; BF16 91-93 % -> 99-100 %
+// (docs/PERFORMANCE.md). An earlier Zen 5 EPYC streamed 4 KiB ahead faster than 2 KiB ahead
+// (F16, 1 GiB: 79-81 against 74 GB/s) but was not measured without.
 
 // The groups [g0, g1) of grouped weights for few columns, two at a time where `pairs` (two
 // streams, as qgemm.h's kStreamGroups), in the two parts of a StreamParts
