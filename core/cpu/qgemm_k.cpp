@@ -445,7 +445,7 @@ void tile_lanes(const std::byte *group, size_t stride, int64_t n_blocks, const s
             };
             // The lanes in a loop, so that the compiler does not interleave them again, except
             // where AVX-512's 32 registers hold a block's unrolled lanes and the format gains by
-            // it: on a Zen 4 EPYC, Q6_K n = 1 in L2 30.2-32.1 -> 35.5-36.6 GB/s (from memory, the
+            // it: on a Zen 4 EPYC, Q6_K n = 1 in L2 27.3-32.1 -> 35.5-36.6 GB/s (from memory, the
             // same or faster within the host's swings); Q5_K in L2 31.3-33.0 -> 30.4-30.6, and
             // Q2_K's generation unrolled (its levels looked up pre-scaled) lost 3-5 points of the
             // read loop (docs/PERFORMANCE.md).
