@@ -103,7 +103,7 @@ inline __m128i q4k_scale_bytes(const std::byte *bytes, int j) {
                         _mm_and_si128(_mm_srli_epi16(byte(kMins ? j : j - 4), 2), top2));
 }
 inline Scale16 q4k_scale(const std::byte *bytes, int j) {
-    return Scale16::of(Ints::widen_u8(q4k_scale_bytes<false>(bytes, j)));
+    return Scale16::of_unsigned(Ints::widen_u8(q4k_scale_bytes<false>(bytes, j)));
 }
 // The mins of sub-blocks 2i and 2i + 1 as int16 pairs.
 inline Ints q4k_min_pair(const std::byte *bytes, int i) {
@@ -224,17 +224,29 @@ struct SubBlockScales {
     Ints pairs[8];
 };
 
-// Q2_K: byte j of each row holds sub-block j's scale (low nibble) and min (high nibble).
+// Q2_K: byte j of each row holds sub-block j's scale (low nibble) and min (high nibble). Each
+// byte is widened to its row's lane from memory (one instruction), the nibbles then taken from
+// the lane. The scales come out times 4^(2 - k) for the sub-blocks of chunk 4h + k, k < 2
+// (Q2KDecoded::levels).
 inline SubBlockScales unpack_q2k_scales(const std::byte *bytes) {
-    const __m128i m4 = _mm_set1_epi8(0x0F);
     SubBlockScales out;
     for (int i = 0; i < 8; ++i) {
-        const __m128i s0 = load_rows(bytes + 32 * i), s1 = load_rows(bytes + 32 * i + 16);
-        out.scale[2 * i] = Scale16::of(Ints::widen_u8(_mm_and_si128(s0, m4)));
-        out.scale[2 * i + 1] = Scale16::of(Ints::widen_u8(_mm_and_si128(s1, m4)));
-        const __m128i m0 = _mm_and_si128(_mm_srli_epi16(s0, 4), m4);
-        const __m128i m1 = _mm_and_si128(_mm_srli_epi16(s1, 4), m4);
-        out.pairs[i] = Ints::widen_u8_pairs(_mm_unpacklo_epi8(m0, m1), _mm_unpackhi_epi8(m0, m1));
+        const Ints b0 = Ints::widen_u8(load_rows(bytes + 32 * i));
+        const Ints b1 = Ints::widen_u8(load_rows(bytes + 32 * i + 16));
+        // Chunk i's two sub-blocks, k = i % 4: scale << 4 (k = 0), << 2 (k = 1) or as it is.
+        auto scale = [&](Ints b) {
+            switch (i % 4) {
+                case 0:
+                    return slli32(b, 4) & Ints::splat32(0xF0);
+                case 1:
+                    return slli32(b, 2) & Ints::splat32(0x3C);
+                default:
+                    return b & Ints::splat32(0x0F);
+            }
+        };
+        out.scale[2 * i] = Scale16::of_unsigned(scale(b0));
+        out.scale[2 * i + 1] = Scale16::of_unsigned(scale(b1));
+        out.pairs[i] = srli32(b0, 4) | (slli32(b1, 12) & Ints::splat32(0xF0000));
     }
     return out;
 }
@@ -489,15 +501,20 @@ void tile_lanes(const std::byte *group, size_t stride, int64_t n_blocks, const s
     }
 }
 
-// A Q2_K group block for tile_lanes: unit u of chunk 4h + j is bits 2j, 2j + 1 of quant unit
+// A Q2_K group block for tile_lanes: unit u of chunk 4h + k is bits 2k, 2k + 1 of quant unit
 // 8h + u. Lanes start at 0; per block, lane m's mins term (min * 16-sum of sub-blocks 2m and
 // 2m + 1) enters first, times -dmin_w * d_a, then the lane times d_w * d_a.
+// The levels stay where they are in their byte, masked but not shifted down (shifted 2 for k = 3,
+// to bits 4-5), so that each unit's products come out times 4^k (k < 3) or 16; the scales of
+// chunks k = 0 and 1 are times 16 and 4 (unpack_q2k_scales), so that every scaled product is 16
+// times its value and the lane's exact sum is shifted down by 4 at the end: 2 shifts per lane and
+// super-block instead of 6.
 struct Q2KDecoded {
     using Terms = SubBlockPairTerms;
     static constexpr size_t kGroupBlock = kRepackRows * sizeof(quant::BlockQ2K);
     static constexpr size_t kQuants = 16 * kRepackRows, kD = 80 * kRepackRows,
                             kDmin = 82 * kRepackRows;
-    static constexpr int kMaxLevel = 3;
+    static constexpr int kMaxLevel = 3 << 4;
     static constexpr size_t kStreamAhead = qgemm::kStreamAhead;  // prefetched as far as most
     static constexpr bool kUnrolledLanes = false;
 
@@ -512,14 +529,23 @@ struct Q2KDecoded {
           dmin(Floats::load_f16(group_block + kDmin)) {}
     Ints levels(int chunk, int u) const {
         const Ints v = Ints::load(w + kQuants + size_t(8 * (chunk / 4) + u) * 64);
-        return (chunk % 4 == 0 ? v : srli16(v, 2 * (chunk % 4))) & Ints::splat8(3);
+        switch (chunk % 4) {
+            case 0:
+                return v & Ints::splat8(0x03);
+            case 1:
+                return v & Ints::splat8(0x0C);
+            case 2:
+                return v & Ints::splat8(0x30);
+            default:
+                return srli16(v, 2) & Ints::splat8(0x30);
+        }
     }
     Scale16 sub_scale(int sub) const { return scales.scale[sub]; }
     static Ints start(const std::byte *, int) { return Ints::zero(); }
     Floats finish(Floats acc, Ints lane, const std::byte *terms, int m, float da) const {
         const Ints mins = dot_s16(Ints::zero(), scales.pairs[m], Ints::broadcast32(terms + 4 * m));
         acc = fmadd(Floats::from_ints(mins), dmin * Floats::splat(-da), acc);
-        return fmadd(Floats::from_ints(lane), d * Floats::splat(da), acc);
+        return fmadd(Floats::from_ints(srai32(lane, 4)), d * Floats::splat(da), acc);
     }
 };
 

@@ -164,6 +164,7 @@ LOOM_INTS_SHIFT(srli16, _mm512_srli_epi16)
 LOOM_INTS_SHIFT(slli16, _mm512_slli_epi16)
 LOOM_INTS_SHIFT(slli32, _mm512_slli_epi32)
 LOOM_INTS_SHIFT(srli32, _mm512_srli_epi32)
+LOOM_INTS_SHIFT(srai32, _mm512_srai_epi32)
 #else
 LOOM_INTS_OP(operator&, _mm256_and_si256)
 LOOM_INTS_OP(operator|, _mm256_or_si256)
@@ -177,6 +178,7 @@ LOOM_INTS_SHIFT(srli16, _mm256_srli_epi16)
 LOOM_INTS_SHIFT(slli16, _mm256_slli_epi16)
 LOOM_INTS_SHIFT(slli32, _mm256_slli_epi32)
 LOOM_INTS_SHIFT(srli32, _mm256_srli_epi32)
+LOOM_INTS_SHIFT(srai32, _mm256_srai_epi32)
 #endif
 #undef LOOM_INTS_OP
 #undef LOOM_INTS_SHIFT
@@ -360,7 +362,18 @@ struct Scale16 {
     Ints v;  // VNNI: the value in the low half (VPDPWSSD's form); else in both halves (VPMADDWD's)
     static Scale16 of(Ints lanes) {
         if constexpr (kVnni) return {lanes & Ints::splat32(0xFFFF)};
-        // Bytes 0, 1 of each lane copied over bytes 2, 3: one shuffle for a mask, shift and or.
+        return in_both_halves(lanes);
+    }
+    // From lanes holding a value in 0 .. 32767 (a widened unsigned byte, say): VPDPWSSD's high
+    // half is already clear.
+    static Scale16 of_unsigned(Ints lanes) {
+        if constexpr (kVnni) return {lanes};
+        return in_both_halves(lanes);
+    }
+
+  private:
+    // Bytes 0, 1 of each lane copied over bytes 2, 3: one shuffle for a mask, shift and or.
+    static Scale16 in_both_halves(Ints lanes) {
         const __m128i pattern = _mm_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
 #if LOOM_QGEMM_512
         return {{_mm512_shuffle_epi8(lanes.v, _mm512_broadcast_i32x4(pattern))}};
