@@ -66,6 +66,13 @@ struct Q6KTerms {
     }
 };
 
+// Q2_K and Q3_K stream their weights twice as far ahead as qgemm.h's distance: on a Zen 4 EPYC
+// (AVX-512 VNNI, 2 cores), alternating, three rounds each, the Q2_K 1B file's generation 70.6-73.9
+// t/s at 4 KiB (Q2_K's tiles), 79.6-82.1 at 8 KiB, 73.5-75.1 at 16 KiB (2 KiB lost 20 % in the
+// 1 GiB n = 1 product); the Q3_K product of 1 GiB, one thread, 15.1-16.6 -> 21.5-22.6 GB/s, and
+// the Q3_K_M file 83-86 -> 87-89 % of the read loop (docs/PERFORMANCE.md).
+constexpr size_t kLowBitStreamAhead = 8192;
+
 template <typename Terms>
 size_t column_block() {
     return QK_K + 4 + 4 * Terms::kCount;
@@ -330,7 +337,7 @@ void tile_q3k(const std::byte *group, size_t stride, int64_t n_blocks, const std
             for (int c = 0; c < NC; ++c) sumi[c] = offset[c] = Ints::zero();
 #pragma GCC unroll 8
             for (int chunk = 0; chunk < 8; ++chunk) {
-                prefetch_weights<kGroupBlock, NC, 8>(w, chunk);
+                prefetch_weights<kGroupBlock, NC, 8, kLowBitStreamAhead>(w, chunk);
                 const std::byte *wc = at(w);
                 const Ints six_bit = q3k_six_bit(wc + kScales, chunk / 2);
                 const Ints first = Ints::widen_i8(six_bit.quarter(2 * (chunk % 2)));
@@ -515,7 +522,7 @@ struct Q2KDecoded {
     static constexpr size_t kQuants = 16 * kRepackRows, kD = 80 * kRepackRows,
                             kDmin = 82 * kRepackRows;
     static constexpr int kMaxLevel = 3 << 4;
-    static constexpr size_t kStreamAhead = qgemm::kStreamAhead;  // prefetched as far as most
+    static constexpr size_t kStreamAhead = kLowBitStreamAhead;
     static constexpr bool kUnrolledLanes = false;
 
     const std::byte *w;
