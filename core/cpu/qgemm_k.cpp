@@ -68,9 +68,9 @@ struct Q6KTerms {
 
 // Q2_K and Q3_K stream their weights twice as far ahead as qgemm.h's distance: on a Zen 4 EPYC
 // (AVX-512 VNNI, 2 cores), alternating, three rounds each, the Q2_K 1B file's generation 70.6-73.9
-// t/s at 4 KiB (Q2_K's tiles), 79.6-82.1 at 8 KiB, 73.5-75.1 at 16 KiB (2 KiB lost 20 % in the
-// 1 GiB n = 1 product); the Q3_K product of 1 GiB, one thread, 15.1-16.6 -> 21.5-22.6 GB/s, and
-// the Q3_K_M file 83-86 -> 87-89 % of the read loop (docs/PERFORMANCE.md).
+// t/s at 4 KiB (Q2_K's tiles), 79.6-82.1 at 8 KiB, 73.5-75.1 at 16 KiB (2 KiB lost 14-33 % in the
+// 1 GiB n = 1 product); the Q3_K product of 1 GiB, one thread, 13.8-17.8 -> 21.5-22.6 GB/s, and
+// the Q3_K_M file 70-88 -> 88-90 % of the read loop (docs/PERFORMANCE.md).
 constexpr size_t kLowBitStreamAhead = 8192;
 
 template <typename Terms>
